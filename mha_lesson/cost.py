@@ -1,0 +1,62 @@
+"""Closed-form costs of one multi-head attention layer: parameters, FLOPs and attention-weight memory.
+
+Conventions: a multiply-add counts as 2 FLOPs, so (m, k) @ (k, n) costs 2*m*k*n. The softmax counts
+5 operations per attention weight (scale by 1/sqrt(d_k), subtract the row max, exp, add to the row
+sum, divide), a convention: an exp costs more than an add on real hardware.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._checks import check_heads, check_positive_int
+
+SOFTMAX_OPS_PER_WEIGHT = 5
+PARTS = ("projections", "scores", "softmax", "weighted_sum", "output_projection")
+
+
+def param_count(d_model: int, h: int, bias: bool = False, *, split: bool = True) -> int:
+    """Learned numbers in one layer: 4*d_model^2 (+ 4*d_model biases); h-fold W's if split=False.
+
+    Split heads: W^Q, W^K, W^V are h blocks of (d_model, d_k), together 3*d_model^2, and W^O is
+    (d_model, d_model): 4*d_model^2 whatever h is. Naive full-width heads: each head has its own
+    three (d_model, d_model) matrices and W^O reads h*d_model features: 4*h*d_model^2.
+    """
+    check_heads(d_model, h)
+    width = d_model if split else h * d_model  # columns of W^Q/K/V together, rows of W^O
+    weights = 3 * d_model * width + width * d_model
+    biases = 3 * width + d_model if bias else 0
+    return weights + biases
+
+
+def flop_count(n_q: int, n_kv: int, d_model: int, h: int, split: bool = True) -> dict[str, int]:
+    """FLOPs of one forward pass for one sequence, by part, plus 'total'.
+
+    projections        2*(n_q + 2*n_kv)*d_model*width   (Q from n_q rows, K and V from n_kv rows)
+    scores             2*n_q*n_kv*d_k * h                (Q_i K_i^T for every head)
+    softmax            5*h*n_q*n_kv                      (per attention weight, see module doc)
+    weighted_sum       2*n_q*n_kv*d_v * h                (A_i V_i for every head)
+    output_projection  2*n_q*width*d_model               (concat @ W^O)
+    with d_k = d_v = d_model/h and width = d_model (split=True), or d_k = d_v = d_model and
+    width = h*d_model (split=False, every head at full width).
+    """
+    check_positive_int("n_q", n_q)
+    check_positive_int("n_kv", n_kv)
+    d_k = check_heads(d_model, h) if split else d_model
+    width = h * d_k
+    parts = {
+        "projections": 2 * (n_q + 2 * n_kv) * d_model * width,
+        "scores": 2 * n_q * n_kv * d_k * h,
+        "softmax": SOFTMAX_OPS_PER_WEIGHT * h * n_q * n_kv,
+        "weighted_sum": 2 * n_q * n_kv * d_k * h,
+        "output_projection": 2 * n_q * width * d_model,
+    }
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def attention_memory_bytes(n_q: int, n_kv: int, h: int, dtype: np.dtype | type = np.float32, batch: int = 1) -> int:
+    """Bytes to hold the attention weights of one layer: batch * h * n_q * n_kv * itemsize."""
+    for name, value in (("n_q", n_q), ("n_kv", n_kv), ("h", h), ("batch", batch)):
+        check_positive_int(name, value)
+    return batch * h * n_q * n_kv * np.dtype(dtype).itemsize

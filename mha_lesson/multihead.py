@@ -1,0 +1,154 @@
+"""Multi-head attention, twice: a literal loop over heads that follows the derivation, and a batched version."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_finite, check_mask, check_memory
+from .attention import attend, softmax
+from .heads import split_heads
+from .projections import MHAParams
+
+# The batched version works on blocks of heads whose (n_q, n_kv) score matrices fit in about this many
+# bytes, so that scores, exp() and the weighted sum stay in cache instead of streaming h*n^2 numbers
+# through memory several times. Small inputs (every lesson) fit in one block: fully vectorised.
+BLOCK_BYTES = 8 * 2**20
+
+
+def _check_inputs(
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, params: MHAParams, mask: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...], np.ndarray | None]:
+    """Validate q (..., n_q, d_model), k and v (..., n_kv, d_model); return them, the batch shape and the mask."""
+    if not isinstance(params, MHAParams):
+        raise ValueError(f"params: expected an MHAParams, got {type(params).__name__}")
+    d = params.d_model
+    arrays = []
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        x = as_float_array(name, x, 2)
+        if x.shape[-1] != d:
+            raise ValueError(f"{name}: expected shape (..., n, d_model={d}) to match params, got {x.shape}")
+        check_finite(name, x)
+        arrays.append(x)
+    q, k, v = arrays
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"v: expected the same length n_kv={k.shape[-2]} as k, got shape {v.shape} (k has shape {k.shape})"
+        )
+    try:
+        lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"k: expected batch dimensions that broadcast with q's {q.shape[:-2]}, "
+            f"got k {k.shape[:-2]} and v {v.shape[:-2]}"
+        ) from None
+    if mask is not None:
+        mask = check_mask(mask, (*lead, params.h, q.shape[-2], k.shape[-2]))
+    return q, k, v, lead, mask
+
+
+def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """x @ w + b: (..., n, d_in) @ (d_in, d_out) -> (..., n, d_out)."""
+    y = x @ w
+    if b is not None:
+        y += b
+    return y
+
+
+def multi_head_attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    params: MHAParams,
+    mask: np.ndarray | None = None,
+    *,
+    need_weights: bool = True,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Batched MHA: q (..., n_q, d_model), k, v (..., n_kv, d_model) -> ((..., n_q, d_model), (..., h, n_q, n_kv)).
+
+    mask is boolean, True = may attend, broadcastable to (..., h, n_q, n_kv). A query with no
+    allowed key gets all-zero weights and a zero head output; PyTorch returns NaN there.
+    With need_weights=False the weights are not kept (None is returned in their place).
+    Raises ValueError before allocating when the weights would exceed max_bytes.
+    """
+    q, k, v, lead, mask = _check_inputs(q, k, v, params, mask)
+    h, d_k, d = params.h, params.d_k, params.d_model
+    n_q, n_kv = q.shape[-2], k.shape[-2]
+    dtype = np.result_type(q, k, v, params.dtype)
+    check_memory("q, k", (*lead, h, n_q, n_kv) if need_weights else (h, n_q, n_kv), dtype, max_bytes)
+
+    # Steps 1-2: one (d_model, d_model) matmul projects every head at once, because W^Q is the
+    # side-by-side concatenation of the W_i^Q. Scaling Q by 1/sqrt(d_k) here costs n*d, not n^2.
+    Q = _project(q, params.w_q, params.b_q)
+    Q *= 1.0 / math.sqrt(d_k)  # a Python float keeps float32 arrays float32
+    Qh = np.broadcast_to(split_heads(Q, h), (*lead, h, n_q, d_k))
+    Kh = np.broadcast_to(split_heads(_project(k, params.w_k, params.b_k), h), (*lead, h, n_kv, d_k))
+    Vh = np.broadcast_to(split_heads(_project(v, params.w_v, params.b_v), h), (*lead, h, n_kv, d_k))
+
+    # Step 3 writes head i into columns i*d_k:(i+1)*d_k of this buffer, so step 4 is a free reshape.
+    concat = np.empty((*lead, n_q, h, d_k), dtype=dtype)  # (..., n_q, h, d_k)
+    heads = concat.swapaxes(-3, -2)  # (..., h, n_q, d_k) view of the same memory
+    weights = np.empty((*lead, h, n_q, n_kv), dtype=dtype) if need_weights else None
+    block_bytes = n_q * n_kv * np.dtype(dtype).itemsize
+    if math.prod(lead) * h * block_bytes <= BLOCK_BYTES:
+        blocks = [(..., slice(None))]  # everything in one vectorised step
+    else:
+        per_block = max(1, BLOCK_BYTES // block_bytes)
+        blocks = [(*idx, slice(i, i + per_block)) for idx in np.ndindex(lead) for i in range(0, h, per_block)]
+    for blk in blocks:
+        out, w = attend(Qh[blk], Kh[blk], Vh[blk], None if mask is None else mask[blk], need_weights)
+        heads[blk] = out
+        if weights is not None:
+            weights[blk] = w
+
+    # Steps 4-5: concatenated heads (..., n_q, d_model), then W^O mixes them.
+    output = _project(concat.reshape(*lead, n_q, d), params.w_o, params.b_o)
+    return output, weights
+
+
+def multi_head_attention_loop(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    params: MHAParams,
+    mask: np.ndarray | None = None,
+    *,
+    return_trace: bool = False,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+):
+    """The derivation as code, one head at a time: same arguments and results as multi_head_attention.
+
+    With return_trace=True also returns a dict of every intermediate: lists over heads of
+    Q_i, K_i, V_i (..., n, d_k), scores and scaled_scores and weights (..., n_q, n_kv), head_i
+    (..., n_q, d_k); then concat (..., n_q, d_model) and output (..., n_q, d_model).
+    """
+    q, k, v, lead, mask = _check_inputs(q, k, v, params, mask)
+    dtype = np.result_type(q, k, v, params.dtype)
+    check_memory("q, k", (*lead, params.h, q.shape[-2], k.shape[-2]), dtype, max_bytes)
+    trace: dict[str, list[np.ndarray]] = {
+        name: [] for name in ("Q_i", "K_i", "V_i", "scores", "scaled_scores", "weights", "head_i")
+    }
+    for i in range(params.h):
+        # Step 2: project into head i's own d_k-dimensional subspace.
+        Q_i = _project(q, params.w_q_head(i), params.b_head("b_q", i))  # (..., n_q, d_k)
+        K_i = _project(k, params.w_k_head(i), params.b_head("b_k", i))  # (..., n_kv, d_k)
+        V_i = _project(v, params.w_v_head(i), params.b_head("b_v", i))  # (..., n_kv, d_k)
+        # Step 3: scaled dot-product attention inside the head.
+        scores = Q_i @ K_i.swapaxes(-1, -2)  # (..., n_q, n_kv)
+        scaled = scores / math.sqrt(params.d_k)
+        if mask is not None:
+            scaled = np.where(mask[..., i, :, :], scaled, -np.inf)
+        A_i = softmax(scaled, axis=-1)  # each row sums to 1 over the keys
+        head_i = A_i @ V_i  # (..., n_q, d_k)
+        for name, value in zip(trace, (Q_i, K_i, V_i, scores, scaled, A_i, head_i), strict=True):
+            trace[name].append(value)
+    # Step 4: concatenate the heads side by side.
+    concat = np.concatenate(trace["head_i"], axis=-1)  # (..., n_q, h*d_k) = (..., n_q, d_model)
+    # Step 5: W^O mixes information across heads.
+    output = _project(concat, params.w_o, params.b_o)  # (..., n_q, d_model)
+    weights = np.stack(trace["weights"], axis=-3)  # (..., h, n_q, n_kv)
+    if return_trace:
+        return output, weights, {**trace, "concat": concat, "output": output}
+    return output, weights
