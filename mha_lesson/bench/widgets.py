@@ -1,0 +1,79 @@
+"""Time every explorer's slider move (recompute + redraw + PNG), at default sizes and at the largest values.
+
+`python -m mha_lesson.bench widgets [--moves N]` prints one row per (explorer, control) with the median and
+max milliseconds per move. Target: median under 100 ms at default sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import statistics
+import time
+from collections.abc import Iterator
+
+import ipywidgets as widgets
+
+import mha_lesson.widgets as package
+from mha_lesson.widgets import Explorer
+
+
+def all_explorers() -> list[type[Explorer]]:
+    """Every Explorer subclass defined in mha_lesson.widgets.*, imported on demand."""
+    for mod in pkgutil.iter_modules(package.__path__):
+        if not mod.name.startswith("_"):
+            importlib.import_module(f"mha_lesson.widgets.{mod.name}")
+
+    def walk(cls: type[Explorer]) -> Iterator[type[Explorer]]:
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from walk(sub)
+
+    found = {c for c in walk(Explorer) if c.__module__.startswith("mha_lesson.widgets.")}
+    return sorted(found, key=lambda c: (c.__module__, c.__name__))
+
+
+def neighbour(control: widgets.ValueWidget) -> object | None:
+    """A valid value next to the control's current one (the next option or step), or None if not movable."""
+    if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
+        return not control.value
+    options = getattr(control, "options", None)
+    if options:
+        values = [o[1] if isinstance(o, tuple) else o for o in options]
+        if len(values) < 2:
+            return None
+        i = values.index(control.value)
+        return values[i + 1] if i + 1 < len(values) else values[i - 1]
+    if isinstance(control, widgets.IntSlider | widgets.FloatSlider | widgets.BoundedIntText | widgets.BoundedFloatText):
+        up = control.value + control.step
+        return up if up <= control.max else control.value - control.step
+    return None
+
+
+def time_moves(explorer: Explorer, name: str, moves: int) -> list[float]:
+    """Milliseconds for each of `moves` moves of control `name`, each a full refresh as in the browser."""
+    control = explorer.controls[name]
+    times = []
+    for _ in range(moves):
+        value = neighbour(control)
+        if value is None:
+            break
+        start = time.perf_counter()
+        control.value = value  # the observer recomputes and re-renders synchronously
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def main(argv: list[str]) -> None:
+    """Print the per-move latency of every explorer's controls."""
+    parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench widgets")
+    parser.add_argument("--moves", type=int, default=10, help="moves per control (default 10)")
+    args = parser.parse_args(argv)
+    print(f"{'explorer':<28} {'control':<14} {'median ms':>10} {'max ms':>8}")
+    for cls in all_explorers():
+        explorer = cls()
+        for name in explorer.controls:
+            times = time_moves(explorer, name, args.moves)
+            if times:
+                print(f"{cls.__name__:<28} {name:<14} {statistics.median(times):>10.1f} {max(times):>8.1f}")

@@ -1,0 +1,80 @@
+"""Attention-map heatmaps: queries on rows, keys on columns, token labels where there are tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.image import AxesImage
+
+
+def _checked_labels(name: str, labels: Sequence[str], n: int) -> list[str]:
+    if len(labels) != n:
+        raise ValueError(f"{name}: expected {n} token labels, got {len(labels)}")
+    return [str(t) for t in labels]
+
+
+def attention_heatmap(
+    ax: Axes,
+    weights: np.ndarray,
+    query_labels: Sequence[str] | None = None,
+    key_labels: Sequence[str] | None = None,
+    *,
+    title: str = "attention weights",
+    annotate: bool | None = None,
+    colorbar: bool = True,
+) -> AxesImage:
+    """Draw one (n_q, n_kv) weight matrix on ax, rows = queries, columns = keys, colour scale 0..1."""
+    weights = np.asarray(weights)
+    if weights.ndim != 2:
+        raise ValueError(f"weights: expected a (n_q, n_kv) matrix, got shape {weights.shape}")
+    n_q, n_kv = weights.shape
+    im = ax.imshow(weights, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto", interpolation="nearest")
+    ax.set_title(title)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
+    if query_labels is not None:
+        ax.set_yticks(range(n_q), _checked_labels("query_labels", query_labels, n_q))
+    if key_labels is not None:
+        ax.set_xticks(range(n_kv), _checked_labels("key_labels", key_labels, n_kv), rotation=90)
+    ax.xaxis.set_ticks_position("top")
+    ax.xaxis.set_label_position("top")
+    if annotate is None:
+        annotate = n_q * n_kv <= 64
+    if annotate:
+        for i in range(n_q):
+            for j in range(n_kv):
+                w = weights[i, j]
+                ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, color="w" if w < 0.6 else "k")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, label="weight (row sums to 1)", shrink=0.8)
+    return im
+
+
+def heatmap_grid(
+    fig: Figure,
+    weights: np.ndarray,
+    tokens: Sequence[str] | None = None,
+    *,
+    titles: Sequence[str] | None = None,
+    ncols: int = 4,
+) -> list[AxesImage]:
+    """One heatmap per head on fig from weights (h, n_q, n_kv), sharing one colour bar."""
+    weights = np.asarray(weights)
+    if weights.ndim != 3:
+        raise ValueError(f"weights: expected (h, n_q, n_kv), got shape {weights.shape}")
+    h = weights.shape[0]
+    ncols = min(ncols, h)
+    nrows = -(-h // ncols)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    images = []
+    for i, ax in enumerate(axes.flat):
+        if i >= h:
+            ax.set_visible(False)
+            continue
+        title = titles[i] if titles is not None else f"head {i}"
+        images.append(attention_heatmap(ax, weights[i], tokens, tokens, title=title, colorbar=False, annotate=False))
+    fig.colorbar(images[0], ax=axes, label="weight (row sums to 1)", shrink=0.8)
+    return images

@@ -1,0 +1,162 @@
+"""The one mechanism every explorer uses: controls -> pure compute -> redraw a persistent figure -> PNG image.
+
+Why this design:
+- The figure is a plain `matplotlib.figure.Figure` (not pyplot), created once and redrawn in place, so no
+  figures pile up in pyplot's registry and nothing flickers: the page only swaps the bytes of one <img>.
+- `compute(**values)` is pure (numbers in, data out) so tests can call it without a browser; a ValueError
+  from it is shown as a one-line message where the plot was, never as a traceback.
+- The rendered PNG is also offered as `image/png` next to the widget, so an executed notebook exported to
+  static HTML still shows the figure without any JavaScript.
+
+Structure in the page (the browser tests rely on it): a VBox with CSS class `mha-explorer`, holding a box of
+controls (class `mha-controls`), an HTML message (class `mha-message`, hidden when empty) and an
+`ipywidgets.Image` (class `mha-figure`). A subclass may add text outputs (class `mha-readout`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+from collections.abc import Iterator
+from typing import Any
+
+import ipywidgets as widgets
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+def divisors(n: int) -> list[int]:
+    """All positive divisors of n in increasing order: the valid head counts for d_model = n."""
+    return [i for i in range(1, n + 1) if n % i == 0]
+
+
+class Explorer:
+    """Base class: subclasses pass their controls, build axes in `setup`, and implement `compute` and `draw`.
+
+    A subclass sets any attribute that compute/draw need *before* calling `super().__init__`, which builds
+    the figure, calls `setup` and draws once. Every subclass must be constructible with no arguments (the
+    benchmark and the generic widget tests build each one at its defaults).
+    """
+
+    def __init__(
+        self, controls: dict[str, widgets.ValueWidget], *, figsize: tuple[float, float] = (9, 3.6), dpi: int = 90
+    ) -> None:
+        self.controls = controls
+        self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
+        self.canvas = FigureCanvasAgg(self.figure)
+        self.image = widgets.Image(format="png")
+        self.image.add_class("mha-figure")
+        self.message = widgets.HTML(layout=widgets.Layout(display="none"))
+        self.message.add_class("mha-message")
+        self.readouts: list[widgets.Widget] = []
+        self.data: Any = None
+        self.error: str | None = None
+        self._held = False
+        box = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        box.add_class("mha-controls")
+        self.widget = widgets.VBox([box, self.message, self.image])
+        self.widget.add_class("mha-explorer")
+        for control in controls.values():
+            control.observe(self._on_change, names="value")
+        self.setup(self.figure)
+        self.refresh()
+
+    # --- to implement -------------------------------------------------------------------------------
+    def setup(self, fig: Figure) -> None:
+        """Create the axes (and artists) once."""
+        raise NotImplementedError
+
+    def compute(self, **values: Any) -> Any:
+        """Pure function of the control values; raise ValueError with a one-line reason for invalid input."""
+        raise NotImplementedError
+
+    def draw(self, data: Any) -> None:
+        """Update the figure from compute's result (prefer updating artists over re-creating them)."""
+        raise NotImplementedError
+
+    # --- machinery -----------------------------------------------------------------------------------
+    def add_readout(self, widget: widgets.Widget) -> widgets.Widget:
+        """Show a text widget (e.g. widgets.HTML) between the controls and the figure."""
+        widget.add_class("mha-readout")
+        self.readouts.append(widget)
+        self.widget.children = (self.widget.children[0], *self.readouts, self.message, self.image)
+        return widget
+
+    def values(self) -> dict[str, Any]:
+        """Current value of every control, by name."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def set(self, **values: Any) -> None:
+        """Set several controls at once and redraw once (as a learner would, one after the other)."""
+        with self.hold():
+            for name, value in values.items():
+                self.controls[name].value = value
+        self.refresh()
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Suspend redraws while several controls change; the caller refreshes afterwards."""
+        held, self._held = self._held, True
+        try:
+            yield
+        finally:
+            self._held = held
+
+    def refresh(self) -> None:
+        """Recompute, redraw and re-render; on ValueError show its message instead of the plot."""
+        try:
+            self.data = self.compute(**self.values())
+        except ValueError as exc:
+            self.show_message(str(exc))
+            return
+        self.draw(self.data)
+        self.image.value = self.render_png()
+        self.error = None
+        self.message.value = ""
+        self.message.layout.display = "none"
+        self.image.layout.display = None
+
+    def show_message(self, text: str) -> None:
+        """Replace the plot by a one-line message."""
+        self.error = text.splitlines()[0] if text else "invalid input"
+        self.message.value = f"<span style='color:#b00020'>&#9888; {self.error}</span>"
+        self.message.layout.display = None
+        self.image.layout.display = "none"
+
+    def render_png(self) -> bytes:
+        """The figure as PNG bytes."""
+        buf = io.BytesIO()
+        self.canvas.print_png(buf)
+        return buf.getvalue()
+
+    def _on_change(self, change: dict) -> None:
+        if self._held:
+            return
+        try:
+            self.refresh()
+        except Exception as exc:  # a slider callback must never print a traceback into the lesson
+            self.show_message(f"unexpected error: {type(exc).__name__}: {exc}")
+
+    def keep_heads_valid(self, d_model: str = "d_model", h: str = "h") -> None:
+        """Make the `h` control (a SelectionSlider) offer only divisors of the `d_model` control's value."""
+
+        def update_options(change: dict) -> None:
+            options = divisors(int(change["new"]))
+            current = self.controls[h].value
+            with self.hold():
+                self.controls[h].options = options
+                # Keep the learner's h when still valid, else the nearest valid one.
+                self.controls[h].value = min(options, key=lambda o: (abs(o - current), o))
+
+        # Observers run in registration order: fix h first, then redraw once with a valid pair.
+        self.controls[d_model].unobserve(self._on_change, names="value")
+        self.controls[d_model].observe(update_options, names="value")
+        self.controls[d_model].observe(self._on_change, names="value")
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        if self.error is None:
+            # A static fallback: JupyterLab prefers the live widget; static HTML export shows this PNG.
+            bundle["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        return bundle
