@@ -7,6 +7,7 @@ their own modules on top of it and are imported only when a lesson asks for them
 from . import cost
 from ._checks import DEFAULT_MAX_BYTES
 from .attention import causal_mask, padding_mask, scaled_dot_product_attention, softmax
+from .display import show_source
 from .heads import merge_heads, split_heads
 from .multihead import multi_head_attention, multi_head_attention_loop
 from .projections import MHAParams, init_params
@@ -22,6 +23,7 @@ __all__ = [
     "multi_head_attention_loop",
     "padding_mask",
     "scaled_dot_product_attention",
+    "show_source",
     "softmax",
     "split_heads",
 ]
