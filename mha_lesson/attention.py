@@ -15,7 +15,8 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     if np.isnan(x).any() or np.isposinf(x).any():
         raise ValueError("x: expected finite values or -inf (masked), got NaN or +inf")
     # Subtracting the max keeps exp() <= 1, so logits of 1e4 do not overflow to inf/inf = NaN.
-    m = np.max(x, axis=axis, keepdims=True)
+    # initial=-inf: an empty slice (no keys at all) behaves like an all -inf one instead of crashing.
+    m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
     m = np.where(np.isfinite(m), m, 0.0).astype(x.dtype, copy=False)
     e = np.exp(x - m)
     total = e.sum(axis=axis, keepdims=True)
@@ -50,7 +51,7 @@ def attend(
     s = q @ k.swapaxes(-1, -2)  # (..., n_q, n_kv)
     if mask is not None:
         np.copyto(s, -np.inf, where=~mask)
-    m = s.max(axis=-1, keepdims=True)
+    m = s.max(axis=-1, keepdims=True, initial=-np.inf)  # initial: n_kv = 0 acts as a fully masked row
     # A fully masked row has max -inf; shifting by 0 instead keeps its exp() at 0 rather than NaN.
     m[~np.isfinite(m)] = 0.0
     s -= m
@@ -101,6 +102,9 @@ def scaled_dot_product_attention(
     check_memory("q, k", target, dtype, max_bytes)
     if mask is not None:
         mask = check_mask(mask, target)
+    # Broadcast k (a view, no copy) so the scores carry every leading dimension, v's included:
+    # otherwise a mask or a v with more batch dimensions than q and k would not fit the scores.
+    k = np.broadcast_to(k, (*lead, *k.shape[-2:]))  # (..., n_kv, d_k)
     # A Python float keeps float32 inputs float32 (a numpy float64 scalar would promote them).
     scale = 1.0 / math.sqrt(q.shape[-1])
     out, weights = attend((q * scale).astype(dtype, copy=False), k, v, mask, need_weights=True)

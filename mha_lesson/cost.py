@@ -42,7 +42,9 @@ def flop_count(n_q: int, n_kv: int, d_model: int, h: int, split: bool = True) ->
     """
     check_positive_int("n_q", n_q)
     check_positive_int("n_kv", n_kv)
-    d_k = check_heads(d_model, h) if split else d_model
+    # Full-width heads need no divisibility, but h and d_model must still be positive integers.
+    d_k = check_heads(d_model, h) if split else check_positive_int("d_model", d_model)
+    check_positive_int("h", h)
     width = h * d_k
     parts = {
         "projections": 2 * (n_q + 2 * n_kv) * d_model * width,

@@ -124,6 +124,9 @@ def init_params(
     """Xavier/Glorot-uniform weights (d_model, d_model), zero biases when bias=True; fixed by seed."""
     check_positive_int("d_model", d_model)
     check_heads(d_model, h)
+    if not np.issubdtype(dtype, np.floating):
+        # An integer dtype would silently truncate every weight in (-1, 1) to 0.
+        raise ValueError(f"dtype: expected a floating-point dtype, got {np.dtype(dtype)}")
     rng = np.random.default_rng(seed)
     # Glorot uniform: U(-a, a) with a = sqrt(6 / (fan_in + fan_out)) keeps activations' variance steady.
     a = math.sqrt(6.0 / (d_model + d_model))
