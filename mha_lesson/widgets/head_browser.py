@@ -1,0 +1,116 @@
+"""Lesson 10's head browser: pick a layer and a head of all-MiniLM-L6-v2, type a sentence, see that head's map."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+
+from .. import headscores
+from ..plots.attention import attention_heatmap
+from ..pretrained import MiniLM, ModelNotInstalledError, load_minilm
+from ._base import Explorer
+from .attention_maps import settle_layout
+
+DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
+MAX_TOKENS_SHOWN = 40  # word pieces, [CLS] and [SEP] included: beyond this the token labels overlap
+
+
+@functools.lru_cache(maxsize=1)
+def default_model() -> MiniLM:
+    """The model, loaded once per kernel (about 90 MB of weights)."""
+    return load_minilm()
+
+
+@functools.lru_cache(maxsize=32)
+def _attentions(model: MiniLM, text: str) -> tuple[tuple[str, ...], np.ndarray]:
+    # Moving the layer or head sliders must not run the model again: only a new text does.
+    tokens, weights = model.attentions(text)
+    return tuple(tokens), weights
+
+
+def head_view(text: str = DEFAULT_TEXT, layer: int = 0, head: int = 0, model: MiniLM | None = None) -> dict[str, Any]:
+    """One head's attention on one text: tokens, weights (n, n) and that head's scores on this text."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("text: expected a sentence, got an empty text")
+    if model is None:
+        try:
+            model = default_model()
+        except ModelNotInstalledError as err:
+            raise ValueError(str(err)) from None
+    for name, value, top in (("layer", layer, model.n_layers), ("head", head, model.h)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < top:
+            raise ValueError(f"{name}: expected an integer in [0, {top}), got {value!r}")
+    n = len(model.tokenizer.encode(text).ids)
+    if n > MAX_TOKENS_SHOWN:
+        raise ValueError(f"text: expected at most {MAX_TOKENS_SHOWN} word pieces so the map stays legible, got {n}")
+    tokens, weights = _attentions(model, text)
+    w = weights[layer, head]  # (n, n)
+    scores = {name: float(f(w).mean()) for name, f in headscores.SCORES.items()}
+    return {"tokens": list(tokens), "weights": w, "layer": layer, "head": head, "scores": scores}
+
+
+def describe(data: dict[str, Any]) -> str:
+    """One line: where this head's attention goes on this text, on average over its queries."""
+    s = data["scores"]
+    fractions = ", ".join(f"{name} {s[name]:.0%}" for name in ("previous", "next", "self", "[CLS]", "[SEP]"))
+    uniform = np.log(len(data["tokens"]))
+    return (
+        f"Layer {data['layer']}, head {data['head']} on this text, mean over its {len(data['tokens'])} queries: "
+        f"{fractions}; entropy {s['entropy']:.2f} nats (uniform attention: {uniform:.2f})."
+    )
+
+
+class HeadBrowser(Explorer):
+    """Controls layer, head and the text -> that head's (n, n) attention map with token labels."""
+
+    def __init__(self, layer: int = 0, head: int = 0, text: str = DEFAULT_TEXT, model: MiniLM | None = None) -> None:
+        self.model = model
+        self.shown: tuple[tuple[str, ...], bool] | None = None  # (tokens, annotated) now drawn on the axes
+        # The model loads lazily when none is given; its sizes are all-MiniLM-L6-v2's 6 layers of 12 heads.
+        n_layers, h = (model.n_layers, model.h) if model is not None else (6, 12)
+        slider = {"min": 0, "continuous_update": False}
+        controls = {
+            "layer": widgets.IntSlider(value=layer, max=n_layers - 1, description="layer", **slider),
+            "head": widgets.IntSlider(value=head, max=h - 1, description="head", **slider),
+            "text": widgets.Text(value=text, description="text", continuous_update=False),
+        }
+        controls["text"].layout.width = "60%"
+        self.text = widgets.HTML()
+        super().__init__(controls, figsize=(7.5, 6.5), dpi=80)
+        self.add_readout(self.text)
+
+    def setup(self, fig: Figure) -> None:
+        self.ax = fig.add_subplot()
+        self.image_artist = None
+
+    def compute(self, layer: int, head: int, text: str) -> dict[str, Any]:
+        return head_view(text, layer, head, self.model)
+
+    def draw(self, data: dict[str, Any]) -> None:
+        tokens = tuple(data["tokens"])
+        title = f"layer {data['layer']}, head {data['head']}: attention weights (queries on rows)"
+        annotate = len(tokens) <= 8
+        if self.shown == (tokens, annotate) and not annotate:
+            self.image_artist.set_data(data["weights"])  # same tokens: only the numbers change
+            self.ax.set_title(title)
+        else:
+            self.figure.clear()
+            self.ax = self.figure.add_subplot()
+            self.image_artist = attention_heatmap(self.ax, data["weights"], tokens, tokens, title=title,
+                                                  annotate=annotate)  # fmt: skip
+            self.shown = (tokens, annotate)
+            settle_layout(self.figure)  # lay out once per text; slider moves then skip the layout pass
+        self.text.value = describe(data)
+
+    def show_message(self, text: str) -> None:
+        self.text.value = ""  # the description belonged to the plot that the message replaces
+        super().show_message(text)
+
+
+def head_browser(layer: int = 0, head: int = 0, text: str = DEFAULT_TEXT, model: MiniLM | None = None) -> HeadBrowser:
+    """The explorer, ready to display (end a notebook cell with it)."""
+    return HeadBrowser(layer, head, text, model)
