@@ -1,0 +1,53 @@
+"""Lesson 6's exercise checks: right answers (the notebook's solutions) pass, typical slips get specific hints."""
+
+import math
+
+import numpy as np
+import pytest
+
+import mha_lesson as mha
+from mha_lesson.examples import worked_example
+from mha_lesson.exercises import lesson06 as ex
+
+
+def test_doubled_query_weight_by_hand_matches_the_core():
+    # Solution: 'cat's scaled scores [0, 2, 0, 2] double to [0, 4, 0, 4]; softmax weight on 'fish'.
+    by_hand = np.exp(4) / (2 + 2 * np.exp(4))
+    assert ex.doubled_query_weight() == pytest.approx(by_hand, abs=1e-12)
+    assert round(by_hand, 3) == 0.491
+
+
+@pytest.mark.parametrize("check", [ex.check_doubled_query, ex.check_causal_weight])
+def test_weight_checks_handle_none_and_out_of_range(check):
+    assert not check(None) and "Replace None" in check(None).message
+    assert not check("0.5") and "number" in check("0.5").message
+    assert not check(1.7) and "between 0 and 1" in check(1.7).message
+
+
+def test_doubled_query():
+    assert ex.check_doubled_query(np.exp(4) / (2 + 2 * np.exp(4)))
+    assert ex.check_doubled_query(0.491)
+    assert "before the change" in ex.check_doubled_query(0.44).message
+    assert not ex.check_doubled_query(0.9)
+
+
+def test_causal_weight():
+    x, params = worked_example()
+    _, w = mha.multi_head_attention(x, x, x, params, mask=mha.causal_mask(4))
+    by_hand = math.exp(2) / (1 + math.exp(2))
+    assert w[0, 1, 1] == pytest.approx(by_hand)
+    assert ex.check_causal_weight(by_hand)
+    assert ex.check_causal_weight(0.881)
+    assert "without the mask" in ex.check_causal_weight(0.44).message
+    assert not ex.check_causal_weight(0.5)
+
+
+def test_shapes():
+    assert ex.check_shapes((10, 10), (10, 8))
+    assert ex.check_shapes([10, 10], [10, 8])
+    assert "Replace both None" in ex.check_shapes(None, (10, 8)).message
+    assert "tuple" in ex.check_shapes(10, (10, 8)).message
+    assert "Q_i or head_i" in ex.check_shapes((10, 4), (10, 8)).message
+    assert "one head's output" in ex.check_shapes((10, 10), (10, 4)).message
+    assert not ex.check_shapes((4, 4), (10, 8))
+    assert not ex.check_shapes((10, 10), (8, 10))
