@@ -1,0 +1,209 @@
+"""Lesson 9's explorers: cross-attention shapes, and a head that attends by position.
+
+attention_shapes is the cross-attention explorer's pure compute (tests call it); the position head's numbers
+come from the core module mha_lesson.connections. The explorers only draw their results.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..attention import causal_mask
+from ..connections import ENCODINGS, X_DMODEL, X_H, position_head
+from ..multihead import multi_head_attention
+from ..plots.attention import attention_heatmap
+from ..plots.heads import set_heatmaps
+from ..projections import init_params
+from ..toy import TOKENS
+from ._base import Explorer
+from .attention_maps import settle_layout
+
+# --- cross-attention: how the shapes follow n_q and n_kv ----------------------------------------------------
+
+MAX_LEN = 16  # longest sequence the explorer offers: its heatmaps keep readable labels
+MODES = ("cross-attention", "self-attention")
+
+
+def attention_shapes(
+    n_q: int = 4, n_kv: int = 6, mode: str = "cross-attention", causal: bool = False, seed: int = 0
+) -> dict[str, Any]:
+    """Random decoder (n_q rows) and encoder (n_kv rows) sequences through a random 2-head layer (d_model 16).
+
+    Self-attention takes queries, keys and values from the decoder sequence (n_kv is then n_q). The first
+    rows are the same for every length, so growing a sequence adds rows without changing the others.
+    Returns weights (h, n_q, n_kv), the shapes of every array (name -> tuple), labels and a description.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
+    for name, n in (("n_q", n_q), ("n_kv", n_kv)):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_LEN:
+            raise ValueError(f"{name}: expected an integer from 1 to {MAX_LEN}, got {n!r}")
+    if causal and mode != "self-attention":
+        raise ValueError(
+            "causal: a causal mask orders the positions of one sequence, so it applies to self-attention; "
+            "switch mode to self-attention"
+        )
+    rng = np.random.default_rng(seed)
+    decoder, encoder = rng.normal(size=(2, MAX_LEN, X_DMODEL))  # each (MAX_LEN, d_model)
+    params = init_params(X_DMODEL, X_H, seed=seed)
+    y = decoder[:n_q]
+    x = y if mode == "self-attention" else encoder[:n_kv]
+    mask = causal_mask(n_q) if causal else None
+    out, weights = multi_head_attention(y, x, x, params, mask)
+    n_kv, d_k = len(x), params.d_k
+    q_labels = [f"y{i}" for i in range(n_q)]
+    k_labels = q_labels if mode == "self-attention" else [f"x{j}" for j in range(n_kv)]
+    shapes = {
+        "queries (decoder) y": y.shape,
+        "keys and values x": x.shape,
+        "Q_i = y W_i^Q": (n_q, d_k),
+        "K_i = x W_i^K, V_i = x W_i^V": (n_kv, d_k),
+        "weights": weights.shape,
+        "output": out.shape,
+    }
+    return {
+        "weights": weights,
+        "output": out,
+        "shapes": shapes,
+        "q_labels": q_labels,
+        "k_labels": k_labels,
+        "mode": mode,
+        "causal": causal,
+    }
+
+
+def describe_shapes(data: dict[str, Any]) -> str:
+    """One HTML line listing the shapes, with the rule the lesson is about."""
+    parts = " &nbsp;·&nbsp; ".join(f"{name}: {shape}" for name, shape in data["shapes"].items())
+    rule = "one output row per <b>query</b>; keys and values may have any other length"
+    return f"{data['mode']}{' (causal)' if data['causal'] else ''}: {parts}<br>{rule}"
+
+
+class CrossAttentionExplorer(Explorer):
+    """Sliders n_q and n_kv, a self/cross switch and a causal toggle -> each head's (n_q, n_kv) weights."""
+
+    def __init__(self, n_q: int = 4, n_kv: int = 6, mode: str = "cross-attention", causal: bool = False) -> None:
+        controls = {
+            "mode": widgets.ToggleButtons(options=MODES, value=mode, description="mode"),
+            "n_q": widgets.IntSlider(
+                value=n_q, min=1, max=MAX_LEN, description="n_q (queries)", continuous_update=False
+            ),
+            "n_kv": widgets.IntSlider(
+                value=n_kv, min=1, max=MAX_LEN, description="n_kv (keys)", continuous_update=False
+            ),
+            "causal": widgets.Checkbox(value=causal, description="causal mask"),
+        }
+        self.text = widgets.HTML()
+        super().__init__(controls, figsize=(9, 3.8), dpi=80)
+        self.add_readout(self.text)
+        # Self-attention has one sequence: n_kv follows n_q, so its slider is greyed out there.
+        controls["mode"].observe(self._sync_kv, names="value")
+        self._sync_kv()
+
+    def _sync_kv(self, change: dict | None = None) -> None:
+        self.controls["n_kv"].disabled = self.controls["mode"].value == "self-attention"
+
+    def setup(self, fig: Figure) -> None:
+        """One heatmap per head, created once and resized in draw."""
+        axes = fig.subplots(1, X_H)
+        fig.suptitle(f"random sequences through a random {X_H}-head layer (d_model = {X_DMODEL})")
+        # Lay the figure out once at the largest sizes (longest labels), then keep it: re-running the layout
+        # on every move measured every tick label again and cost about half of each refresh.
+        big, labels = np.zeros((MAX_LEN, MAX_LEN)), [f"y{MAX_LEN - 1}"] * MAX_LEN
+        self.images = [
+            attention_heatmap(
+                ax,
+                big,
+                labels,
+                labels,
+                title=f"head {i}: ({MAX_LEN} × {MAX_LEN}) weights",
+                annotate=False,
+                colorbar=(i == X_H - 1),
+            )
+            for i, ax in enumerate(axes)
+        ]
+        for ax in axes:
+            ax.set_ylabel("query (decoder position)")
+            ax.set_xlabel("key (encoder position)")
+        settle_layout(fig)
+
+    def compute(self, mode: str, n_q: int, n_kv: int, causal: bool) -> dict[str, Any]:
+        """attention_shapes at the controls' values."""
+        return attention_shapes(n_q, n_kv, mode, causal)
+
+    def draw(self, data: dict[str, Any]) -> None:
+        """Resize the heatmaps and relabel their axes."""
+        w = data["weights"]
+        n_q, n_kv = w.shape[-2:]
+        set_heatmaps(self.images, w, [f"head {i}: ({n_q} × {n_kv}) weights" for i in range(X_H)])
+        for im in self.images:
+            im.axes.set_yticks(range(n_q), data["q_labels"])
+            im.axes.set_xticks(range(n_kv), data["k_labels"], rotation=90)
+            im.axes.set_xlabel(
+                "key (decoder position)" if data["mode"] == "self-attention" else "key (encoder position)"
+            )
+        self.text.value = describe_shapes(data)
+
+
+def cross_attention_explorer(**values: Any) -> CrossAttentionExplorer:
+    """The cross-attention explorer of lesson 9."""
+    return CrossAttentionExplorer(**values)
+
+
+# --- a head that attends by position -------------------------------------------------------------------------
+
+
+def describe_position_head(data: dict[str, Any]) -> str:
+    """One HTML line: where the head looks and how much weight lands there."""
+    k = data["offset"]
+    where = "its own position" if k == 0 else f"the token {abs(k)} position(s) {'back' if k > 0 else 'ahead'}"
+    return (
+        f"Each query looks for {where}. Mean weight on that key: <b>{data['on_target']:.3f}</b> "
+        f"(uniform would be {data['uniform']:.3f}), encoding: {data['encoding']}, gain {data['gain']:g}."
+    )
+
+
+class PositionHeadExplorer(Explorer):
+    """Offset, encoding and gain -> the position head's map on the toy sentence."""
+
+    def __init__(self, offset: int = 1, encoding: str = "sinusoidal", gain: float = 9.0) -> None:
+        controls = {
+            "offset": widgets.IntSlider(value=offset, min=-3, max=3, description="offset k", continuous_update=False),
+            "encoding": widgets.ToggleButtons(options=ENCODINGS, value=encoding, description="positions"),
+            "gain": widgets.FloatSlider(
+                value=gain, min=0.0, max=16.0, step=1.0, description="gain", continuous_update=False
+            ),
+        }
+        self.text = widgets.HTML()
+        super().__init__(controls, figsize=(5.8, 4.6), dpi=80)
+        self.add_readout(self.text)
+
+    def setup(self, fig: Figure) -> None:
+        """One heatmap with the toy sentence on both axes."""
+        ax = fig.subplots()
+        n = len(TOKENS)
+        self.heatmap = attention_heatmap(ax, np.zeros((n, n)), TOKENS, TOKENS, annotate=False)
+        ax.set_title("query i looks for position i − 3 (sinusoidal)")  # the longest title, for the layout
+        settle_layout(fig)  # the axes never change: one layout pass instead of one per move
+
+    def compute(self, offset: int, encoding: str, gain: float) -> dict[str, Any]:
+        """position_head at the controls' values."""
+        return position_head(offset, encoding, gain)
+
+    def draw(self, data: dict[str, Any]) -> None:
+        """Swap the weights into the heatmap."""
+        k = data["offset"]
+        self.heatmap.set_data(data["weights"])
+        self.heatmap.axes.set_title(
+            f"query i looks for position i {'−' if k >= 0 else '+'} {abs(k)} ({data['encoding']})"
+        )
+        self.text.value = describe_position_head(data)
+
+
+def position_head_explorer(**values: Any) -> PositionHeadExplorer:
+    """The position-head explorer of lesson 9."""
+    return PositionHeadExplorer(**values)

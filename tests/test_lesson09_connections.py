@@ -1,0 +1,342 @@
+"""Lesson 9's claims, through the helpers the notebook calls, checked against explicit loops and closed forms:
+cross-attention shapes and rows, causal masking, the encoder layer, and permutation equivariance with and
+without positional encoding."""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import mha_lesson as mha
+from mha_lesson import connections as conn
+from mha_lesson import toy
+from mha_lesson.encoder import encoder_layer, feed_forward, init_encoder_layer, layer_norm
+from mha_lesson.positional import sinusoidal_encoding
+from mha_lesson.widgets import connections as wc
+
+
+def _explicit_cross_attention(y, x, params):
+    """Multi-head attention with Python loops over heads, queries and keys (no matrix products of q and k)."""
+    d_k = params.d_k
+    n_q, n_kv = len(y), len(x)
+    weights = np.zeros((params.h, n_q, n_kv))
+    concat = np.zeros((n_q, params.d_model))
+    for i in range(params.h):
+        Q, K, V = y @ params.w_q_head(i), x @ params.w_k_head(i), x @ params.w_v_head(i)
+        for a in range(n_q):
+            s = np.array([sum(Q[a, c] * K[b, c] for c in range(d_k)) / math.sqrt(d_k) for b in range(n_kv)])
+            e = np.exp(s - s.max())
+            weights[i, a] = e / e.sum()
+            concat[a, i * d_k : (i + 1) * d_k] = weights[i, a] @ V
+    return concat @ params.w_o, weights
+
+
+# --- section 1: cross-attention ---------------------------------------------------------------------------
+
+
+def test_translation_example_shapes_and_alignment():
+    y, x = conn.translation_inputs()
+    out, w = mha.multi_head_attention(y, x, x, conn.translation_params())
+    assert y.shape == (4, 16) and x.shape == (6, 16) and w.shape == (2, 4, 6) and out.shape == (4, 16)
+    ref_out, ref_w = _explicit_cross_attention(y, x, conn.translation_params())
+    np.testing.assert_allclose(w, ref_w, atol=1e-12)
+    np.testing.assert_allclose(out, ref_out, atol=1e-12)
+    # Head 0: each English word's weight goes to the French word(s) with its meaning; "the" splits over both "le".
+    for i, word in enumerate(conn.DECODER_TOKENS):
+        french = conn.FRENCH[conn.ENGLISH.index(word)]
+        targets = [j for j, t in enumerate(conn.ENCODER_TOKENS) if t == french]
+        assert w[0, i, targets].sum() > 0.99
+        np.testing.assert_allclose(w[0, i, targets], w[0, i, targets[0]])
+        assert out[i, conn.FRENCH.index(french)] > 0.99  # head 0's output row reports that French word
+    np.testing.assert_allclose(w[1], 1 / 6)  # head 1: W^Q = 0, uniform
+
+
+def test_changing_one_decoder_token_changes_only_its_row():
+    y, x = conn.translation_inputs()
+    p = conn.translation_params()
+    y2 = y.copy()
+    y2[2] = 0.0
+    y2[2, conn.ENGLISH.index("has")] = 1.0
+    changed = np.abs(mha.multi_head_attention(y2, x, x, p)[0] - mha.multi_head_attention(y, x, x, p)[0]).max(-1)
+    assert changed[2] > 0.9 and np.all(np.delete(changed, 2) == 0)
+
+
+@settings(max_examples=15)  # the explicit loop is slow; 15 shapes cover the range
+@given(st.integers(1, wc.MAX_LEN), st.integers(1, wc.MAX_LEN), st.integers(0, 5))
+def test_attention_shapes_match_an_explicit_loop(n_q, n_kv, seed):
+    data = wc.attention_shapes(n_q, n_kv, "cross-attention", seed=seed)
+    rng = np.random.default_rng(seed)
+    decoder, encoder = rng.normal(size=(2, wc.MAX_LEN, conn.X_DMODEL))
+    out, w = _explicit_cross_attention(
+        decoder[:n_q], encoder[:n_kv], mha.init_params(conn.X_DMODEL, conn.X_H, seed=seed)
+    )
+    np.testing.assert_allclose(data["weights"], w, atol=1e-12)
+    np.testing.assert_allclose(data["output"], out, atol=1e-12)
+    assert data["shapes"]["weights"] == (conn.X_H, n_q, n_kv) and data["shapes"]["output"] == (n_q, conn.X_DMODEL)
+    assert len(data["q_labels"]) == n_q and len(data["k_labels"]) == n_kv
+
+
+def test_growing_a_sequence_keeps_the_existing_rows():
+    a, b = wc.attention_shapes(3, 5), wc.attention_shapes(6, 5)
+    np.testing.assert_allclose(b["weights"][:, :3], a["weights"])
+
+
+def test_self_attention_mode_uses_one_sequence_and_causal_needs_it():
+    data = wc.attention_shapes(5, 9, "self-attention", causal=True)
+    assert data["weights"].shape == (conn.X_H, 5, 5)
+    assert np.all(np.triu(data["weights"], k=1) == 0)
+    with pytest.raises(ValueError, match="causal"):
+        wc.attention_shapes(4, 4, "cross-attention", causal=True)
+    with pytest.raises(ValueError, match="n_kv"):
+        wc.attention_shapes(4, 0)
+    with pytest.raises(ValueError, match="mode"):
+        wc.attention_shapes(mode="sideways")
+
+
+# --- section 2: causal masking ----------------------------------------------------------------------------
+
+
+@given(st.integers(1, 60))
+def test_causal_mask_allows_n_times_n_plus_one_over_two_pairs(n):
+    assert int(mha.causal_mask(n).sum()) == sum(range(1, n + 1)) == n * (n + 1) // 2
+
+
+def test_toy_heads_with_causal_mask():
+    w = toy.toy_weights(causal=True)
+    assert np.all(np.triu(w, k=1) == 0)
+    for i in range(len(toy.TOKENS)):
+        np.testing.assert_allclose(w[3, i, : i + 1], 1 / (i + 1))  # broad head averages the prefix
+    free = toy.toy_weights(causal=False)
+    # The first-token and previous-token heads already looked back: they barely change, except row 0 of the
+    # previous-token head, uniform without the mask (nothing behind it) and on itself with it.
+    np.testing.assert_allclose(w[2], free[2], atol=1e-2)
+    np.testing.assert_allclose(w[0, 1:], free[0, 1:], atol=1e-2)
+    np.testing.assert_allclose(free[0, 0], 1 / len(toy.TOKENS))
+    assert w[0, 0, 0] == 1.0
+
+
+@given(st.integers(1, 10), st.integers(0, 1000))
+def test_causal_outputs_do_not_depend_on_later_tokens(cut, seed):
+    rng = np.random.default_rng(seed)
+    n = 11
+    x = rng.normal(size=(n, 16))
+    x2 = x.copy()
+    x2[cut:] = rng.normal(size=(n - cut, 16))
+    p, mask = mha.init_params(16, 4, seed=seed), mha.causal_mask(n)
+    a, b = (mha.multi_head_attention(z, z, z, p, mask)[0] for z in (x, x2))
+    np.testing.assert_allclose(a[:cut], b[:cut], atol=1e-12)
+    assert np.abs(a[cut:] - b[cut:]).max() > 1e-6
+
+
+def test_lesson_future_change_numbers():
+    cut = 6
+    other = toy.TOKENS[:cut] + ("cat",) * (len(toy.TOKENS) - cut)
+    for causal, changed in ((True, False), (False, True)):
+        m = mha.causal_mask(len(toy.TOKENS)) if causal else None
+        a, b = (
+            mha.multi_head_attention(e, e, e, toy.toy_params(), m)[0]
+            for e in map(toy.toy_embeddings, (toy.TOKENS, other))
+        )
+        assert bool(np.abs(a[:cut] - b[:cut]).max() > 0.1) == changed
+
+
+# --- section 3: the encoder layer -------------------------------------------------------------------------
+
+
+def _lesson_layer():
+    return dataclasses.replace(init_encoder_layer(64, 4, seed=0), attn=toy.toy_params())
+
+
+def test_encoder_layer_is_the_two_lines_of_the_lesson():
+    layer, x = _lesson_layer(), toy.toy_embeddings()
+    attn = mha.multi_head_attention(x, x, x, layer.attn)[0]
+    x1 = layer_norm(x + attn, layer.ln1_gamma, layer.ln1_beta, layer.eps)
+    out = layer_norm(x1 + feed_forward(x1, layer.ffn), layer.ln2_gamma, layer.ln2_beta, layer.eps)
+    np.testing.assert_allclose(encoder_layer(x, layer)[0], out, atol=1e-12)
+    # Per token: mean 0 and std sqrt(var / (var + eps)) (gamma = 1, beta = 0), computed independently.
+    z = x1 + feed_forward(x1, layer.ffn)
+    var = z.var(axis=-1)
+    np.testing.assert_allclose(out.mean(axis=-1), 0, atol=1e-12)
+    np.testing.assert_allclose(out.std(axis=-1), np.sqrt(var / (var + layer.eps)), rtol=1e-12)
+    # The stripe the lesson points at: head 2 (first token) writes "the" into column 32 for every token.
+    assert np.all(attn[:, 32] > 0.99) and np.all(x1[:, 32] > 2)
+
+
+# --- section 4: permutation equivariance and positional encoding -----------------------------------------
+
+WORDS = toy.token_part()
+RAND = mha.init_params(64, 4, seed=0)
+EMBED = np.random.default_rng(1).normal(size=(len(toy.VOCAB), 64))  # the lesson's random word-embedding table
+
+
+def _embed_words(tokens=toy.TOKENS):
+    return toy.token_part(tokens)[:, toy.WORD] @ EMBED
+
+
+def _rand_layer(z):
+    return mha.multi_head_attention(z, z, z, RAND)[0]
+
+
+def _moves_a_word(perm):
+    return not np.array_equal(WORDS[perm], WORDS)
+
+
+@given(st.permutations(range(len(toy.TOKENS))))
+def test_without_positions_attention_and_the_encoder_layer_are_equivariant(perm):
+    perm = np.array(perm)
+    for words in (WORDS, _embed_words()):
+        assert conn.permutation_errors(_rand_layer, words, perm).max() < 1e-12
+    layer = init_encoder_layer(64, 4, seed=1)
+    assert conn.permutation_errors(lambda z: encoder_layer(z, layer)[0], _embed_words(), perm).max() < 1e-12
+
+
+@given(st.permutations(range(len(toy.TOKENS))))
+def test_with_positions_attention_is_not_equivariant(perm):
+    perm = np.array(perm)
+    assume(_moves_a_word(perm))
+    n = len(WORDS)
+    sinusoidal = conn.sinusoidal_part(n)
+    np.testing.assert_array_equal(sinusoidal[:, :16], 0)  # the code sits in the free columns only
+    np.testing.assert_array_equal(conn.with_sinusoidal(), WORDS + sinusoidal)
+    for pos in (sinusoidal, toy.positional_part(n)):
+        assert conn.permutation_errors(_rand_layer, _embed_words(), perm, pos).max() > 1e-2
+        assert conn.permutation_errors(_rand_layer, WORDS, perm, pos).max() > 1e-4  # one-hot words: weaker, not 0
+
+
+def test_permutation_errors_matches_a_direct_computation():
+    perm = np.random.default_rng(0).permutation(len(WORDS))
+    pos = toy.positional_part(len(WORDS))
+    direct = np.abs(_rand_layer(WORDS[perm] + pos) - _rand_layer(WORDS + pos)[perm]).max(axis=-1)
+    np.testing.assert_array_equal(conn.permutation_errors(_rand_layer, WORDS, perm, pos), direct)
+
+
+def test_who_saw_whom():
+    a, b = ("the", "cat", "saw", "the", "dog"), ("the", "dog", "saw", "the", "cat")
+    assert np.abs(_rand_layer(_embed_words(a))[1] - _rand_layer(_embed_words(b))[4]).max() < 1e-12
+    pe = conn.sinusoidal_part(5)
+    assert np.abs(_rand_layer(_embed_words(a) + pe)[1] - _rand_layer(_embed_words(b) + pe)[4]).max() > 0.1
+
+
+def test_sinusoidal_dot_product_depends_only_on_the_distance():
+    d = conn.PE_WIDTH
+    pe = sinusoidal_encoding(64, d)
+    omega = 10000.0 ** (-np.arange(0, d, 2) / d)
+    for o in range(-20, 21):
+        closed = np.cos(o * omega).sum()
+        assert pe[20] @ pe[20 + o] == pytest.approx(closed, abs=1e-9)
+        assert pe[40] @ pe[40 + o] == pytest.approx(closed, abs=1e-9)
+    scores = [pe[20] @ pe[20 + o] for o in range(-20, 21)]
+    assert int(np.argmax(scores)) == 20 and max(scores) == pytest.approx(d / 2)
+
+
+@given(st.integers(-10, 10), st.sampled_from([2, 8, 48, 64]))
+def test_shift_matrix_moves_every_position_by_k(k, d):
+    pe = sinusoidal_encoding(40, d)
+    m = conn.shift_matrix(pe, k)
+    p = np.arange(max(k, 0), 40 + min(k, 0))
+    np.testing.assert_allclose(pe[p] @ m, pe[p - k], atol=1e-12)
+    np.testing.assert_allclose(m @ m.T, np.eye(d), atol=1e-12)  # a rotation
+
+
+def test_shift_matrix_rejects_a_shift_beyond_the_table():
+    with pytest.raises(ValueError, match="k"):
+        conn.shift_matrix(sinusoidal_encoding(3, 8), 3)
+
+
+@pytest.mark.parametrize("offset", [-3, -1, 0, 1, 2, 3])
+def test_position_head_attends_offset_tokens_back(offset):
+    data = conn.position_head(offset)
+    w = data["weights"]
+    n = len(toy.TOKENS)
+    for i in range(n):
+        if 0 <= i - offset < n:
+            assert w[i].argmax() == i - offset and w[i, i - offset] > 0.99
+    assert data["on_target"] > 0.99
+    np.testing.assert_allclose(conn.position_head(offset, "none")["weights"], 1 / n)  # no code: uniform
+
+
+def test_position_head_gain_sharpens_monotonically():
+    values = [conn.position_head(1, gain=g)["on_target"] for g in (0, 1, 3, 9)]
+    assert values[0] == pytest.approx(1 / len(toy.TOKENS)) and np.all(np.diff(values) > 0)
+    assert values[1] < 0.6 and values[3] > 0.99
+    with pytest.raises(ValueError, match="offset"):
+        conn.position_head(4)
+
+
+def test_helpers_reject_bad_input_naming_the_argument():
+    with pytest.raises(ValueError, match="perm"):
+        conn.permutation_errors(_rand_layer, WORDS, np.zeros(len(WORDS), dtype=int))
+    with pytest.raises(ValueError, match="gain"):
+        conn.position_head(1, gain=-1.0)
+    with pytest.raises(ValueError, match="encoding"):
+        conn.position_head(1, encoding="learned")
+
+
+def test_lesson_embedding_helpers_match_an_explicit_table_lookup():
+    table = conn.random_word_table(seed=1)
+    np.testing.assert_array_equal(table, EMBED)
+    np.testing.assert_array_equal(conn.embed_words(toy.TOKENS, table), _embed_words())
+    for i, t in enumerate(toy.TOKENS):
+        np.testing.assert_array_equal(conn.embed_words(toy.TOKENS, table)[i], EMBED[toy.VOCAB.index(t)])
+
+
+def test_causal_toy_heads_lesson_claims():
+    """Only row 0 of the previous-token head moves; the same-word head falls back on itself at first occurrences."""
+    causal, free = toy.toy_weights(causal=True), toy.toy_weights()
+    moved = np.abs(causal - free).max(axis=-1)  # (h, n)
+    assert np.flatnonzero(moved[0] > 0.01).tolist() == [0] and not np.any(moved[2] > 0.01)
+    first = [i for i, t in enumerate(toy.TOKENS) if t not in toy.TOKENS[:i]]
+    assert [i for i in range(len(toy.TOKENS)) if causal[1, i].argmax() == i] == first == [0, 1, 2, 4, 5]
+
+
+def test_what_each_toy_head_writes_for_cat():
+    """The lesson's printout for token 1: each head's first 5 block columns hold a distribution over words."""
+    x = toy.toy_embeddings()
+    attn = mha.multi_head_attention(x, x, x, toy.toy_params())[0]
+    w = toy.toy_weights()
+    v = len(toy.VOCAB)
+    for i in range(4):
+        block = attn[1, i * toy.D_K : i * toy.D_K + v]
+        expected = np.array([w[i, 1, [j for j, t in enumerate(toy.TOKENS) if t == word]].sum() for word in toy.VOCAB])
+        np.testing.assert_allclose(block, expected, atol=1e-12)
+    assert attn[1, : toy.D_K].argmax() == 0 and attn[1, 32] > 0.99  # previous word "the"; first word "the"
+
+
+def test_position_head_gain_times_the_dot_product_gap():
+    """Scaled score = gain * PE[i - 1] . PE[j]: the gap to the neighbours is gain * (24 - sum_i cos w_i)."""
+    d = conn.PE_WIDTH
+    omega = 10000.0 ** (-np.arange(0, d, 2) / d)
+    gap = d / 2 - np.cos(omega).sum()
+    pe = sinusoidal_encoding(64, d)
+    s = np.array([pe[20] @ pe[20 + o] for o in range(-20, 21)])
+    assert s.max() - np.sort(s)[-2] == pytest.approx(gap)
+    x = conn.with_sinusoidal()
+    for gain in (1.0, 3.0, 9.0):
+        q = x @ conn.position_head_params(1, gain).w_q
+        scores = q @ x.T / math.sqrt(64)
+        np.testing.assert_allclose(scores[5], gain * pe[4] @ pe[: len(x)].T, atol=1e-9)
+        assert scores[5, 4] - np.sort(scores[5])[-2] == pytest.approx(gain * gap)
+
+
+def test_plots_equivariance_bars_and_shift_scores():
+    from matplotlib.figure import Figure
+
+    from mha_lesson.plots import connections as pc
+
+    fig = Figure()
+    ax = fig.subplots()
+    errors = {"a": np.array([0.0, 1e-16, 2e-16]), "b": np.array([0.1, 0.2, 0.3])}
+    pc.equivariance_bars(ax, errors, ["x", "y", "z"])
+    heights = [p.get_height() for p in ax.patches]
+    np.testing.assert_allclose(heights, [1e-18, 1e-16, 2e-16, 0.1, 0.2, 0.3])  # zeros floored for the log axis
+    assert ax.get_yscale() == "log" and ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    fig = Figure()
+    ax = fig.subplots()
+    offsets = np.arange(-2, 3)
+    pc.shift_scores(ax, offsets, {"p": offsets**2.0, "q": offsets**2.0})
+    lines = ax.get_lines()[:2]
+    assert lines[0].get_linestyle() != lines[1].get_linestyle()  # coinciding curves stay distinguishable
+    np.testing.assert_array_equal(lines[1].get_ydata(), offsets**2.0)

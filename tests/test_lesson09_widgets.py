@@ -1,0 +1,48 @@
+"""Lesson 9's explorers: controls change the numbers and the picture; invalid combinations show one line."""
+
+import numpy as np
+
+from mha_lesson import connections as conn
+from mha_lesson.toy import TOKENS
+from mha_lesson.widgets import connections as wc
+
+
+def test_cross_attention_explorer_resizes_its_maps_with_n_q_and_n_kv():
+    ex = wc.cross_attention_explorer()
+    assert ex.error is None
+    before = ex.image.value
+    ex.set(n_q=3, n_kv=9)
+    assert ex.data["weights"].shape == (conn.X_H, 3, 9)
+    for im, w in zip(ex.images, ex.data["weights"], strict=True):
+        np.testing.assert_array_equal(im.get_array(), w)
+        assert [t.get_text() for t in im.axes.get_xticklabels()] == [f"x{j}" for j in range(9)]
+        assert [t.get_text() for t in im.axes.get_yticklabels()] == [f"y{i}" for i in range(3)]
+    assert ex.image.value != before
+    assert "(2, 3, 9)" in ex.text.value and "output: (3, 16)" in ex.text.value
+
+
+def test_cross_attention_explorer_self_mode_and_causal():
+    ex = wc.cross_attention_explorer()
+    ex.controls["causal"].value = True  # causal in cross-attention mode: a one-line message, no picture
+    assert ex.error is not None and ex.error.startswith("causal:") and "\n" not in ex.error
+    assert ex.image.layout.display == "none"
+    ex.controls["mode"].value = "self-attention"
+    assert ex.error is None and ex.controls["n_kv"].disabled
+    w = ex.data["weights"]
+    assert w.shape == (conn.X_H, 4, 4) and np.all(np.triu(w, k=1) == 0)
+    ex.set(causal=False, mode="cross-attention")
+    assert not ex.controls["n_kv"].disabled and ex.data["weights"].shape == (conn.X_H, 4, 6)
+
+
+def test_position_head_explorer_follows_offset_encoding_and_gain():
+    ex = wc.position_head_explorer()
+    assert ex.error is None and ex.data["on_target"] > 0.99
+    ex.controls["offset"].value = -2
+    w = ex.heatmap.get_array()
+    assert w[0].argmax() == 2 and "+ 2" in ex.heatmap.axes.get_title()
+    png = ex.image.value
+    ex.controls["encoding"].value = "none"
+    np.testing.assert_allclose(ex.heatmap.get_array(), 1 / len(TOKENS))
+    assert ex.image.value != png and "none" in ex.text.value
+    ex.set(encoding="sinusoidal", offset=1, gain=1.0)
+    assert 0.4 < ex.data["on_target"] < 0.6 and f"{ex.data['on_target']:.3f}" in ex.text.value
