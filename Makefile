@@ -28,6 +28,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
+# A static, offline copy of every lesson, executed, in build/html/ (open build/html/index.html).
+html: $(STAMP)
+	$(BIN)/python -m mha_lesson.export_html
+
 bench: $(STAMP)
 	$(BIN)/python -m mha_lesson.bench
 

@@ -1,0 +1,171 @@
+"""The series as data: its lessons in reading order, and a concept map of multi-head attention.
+
+One data structure feeds three things: the figure in lesson 00 (`mha_lesson.plots.concept_map`), the
+lesson table printed under it, and the test that every node's lesson exists as a notebook. Node positions
+are a hand-made layered layout (rows from top: what MHA is built from, the five derivation steps, the layer
+and how it is measured, where it is used), so the figure needs no graph-layout library.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+# Where the notebooks live when the package is used from its checkout (as `make lab` does).
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+# Reading order: notebook stem -> title.
+LESSONS: dict[str, str] = {
+    "00_start_here": "Start here",
+    "01_why_split_heads": "Why split into heads?",
+    "02_projections": "Projecting into head subspaces",
+    "03_scaled_dot_product_attention": "Scaled dot-product attention in each head",
+    "04_concatenate_heads": "Concatenating the heads",
+    "05_output_projection": "The output projection W^O",
+    "06_forward_pass_by_hand": "A forward pass by hand",
+    "07_parameters_and_complexity": "Parameters and complexity",
+    "08_common_mistakes": "Common mistakes",
+    "09_connections": "Connections: self-attention, cross-attention, the encoder layer",
+    "10_real_heads": "Real heads: attention in a pretrained MiniLM",
+    "11_review": "Review: flashcards and a quiz",
+}
+
+# Node groups, one per row of the layout: (legend text, face colour).
+GROUPS: dict[str, tuple[str, str]] = {
+    "ingredient": ("built from", "#dbe9f6"),
+    "step": ("derivation step", "#fff2cc"),
+    "core": ("the layer", "#f8cba0"),
+    "analysis": ("measured and inspected", "#d9ead3"),
+    "use": ("used in", "#e6dcf0"),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """One concept: figure label (may hold line breaks and mathtext), the lesson covering it, a one-line summary."""
+
+    key: str
+    label: str
+    lesson: str
+    description: str
+    xy: tuple[float, float]  # box centre in map coordinates: x in [0, 16], y in [0, 10]
+    group: str
+
+    @property
+    def lesson_number(self) -> str:
+        """The two-digit number of the covering lesson, e.g. '03'."""
+        return self.lesson[:2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Edge:
+    """A labelled arrow from one node to another; the label sits at fraction `at` along the arrow."""
+
+    source: str
+    target: str
+    relation: str
+    at: float = 0.5
+
+
+NODES: tuple[Node, ...] = (
+    # Row 1: what multi-head attention is built from.
+    Node("qkv", "Query-key-value\nintuition", "02_projections",
+         "A query asks, keys advertise, values carry what is passed on.", (2.4, 8.6), "ingredient"),
+    Node("linear", "Linear projections", "02_projections",
+         "x @ W: every W^Q, W^K, W^V and W^O is one learned linear map.", (6.2, 8.6), "ingredient"),
+    Node("sdpa", "Scaled dot-product\nattention", "03_scaled_dot_product_attention",
+         "softmax(Q Kᵀ / √d_k) V: the mechanism inside every head.", (10.6, 8.6), "ingredient"),
+    # Row 2: the derivation, one lesson per step.
+    Node("split", "1  Split $d_{model}$\ninto $h$ heads", "01_why_split_heads",
+         "d_k = d_model / h: h heads for about the cost of one full-width head.", (1.7, 6.3), "step"),
+    Node("project", "2  Project Q, K, V\ninto each head", "02_projections",
+         "Q_i = x W_i^Q, K_i = x W_i^K, V_i = x W_i^V, each (n, d_k).", (4.85, 6.3), "step"),
+    Node("attend", "3  Attend\nin each head", "03_scaled_dot_product_attention",
+         "head_i = softmax(Q_i K_iᵀ / √d_k) V_i, one (n, n) weight matrix per head.", (8.0, 6.3), "step"),
+    Node("concat", "4  Concatenate\nthe heads", "04_concatenate_heads",
+         "[head_1 | ... | head_h] has shape (n, h·d_k) = (n, d_model).", (11.15, 6.3), "step"),
+    Node("mix", "5  Mix the heads\nwith $W^O$", "05_output_projection",
+         "Concat(head_1, ..., head_h) W^O = Σ_i head_i W_i^O.", (14.3, 6.3), "step"),
+    # Row 3: the layer itself, with how it is measured (left) and inspected (right).
+    Node("mha", "Multi-head attention\nforward pass by hand", "06_forward_pass_by_hand",
+         "All five steps on four tokens, every number checked.", (8.0, 3.9), "core"),
+    Node("params", "Parameter count", "07_parameters_and_complexity",
+         "4·d_model² weights whatever h is (plus 4·d_model biases).", (2.2, 4.7), "analysis"),
+    Node("complexity", "Complexity", "07_parameters_and_complexity",
+         "FLOPs grow as n²·d_model (attention) plus n·d_model² (projections).", (2.2, 3.1), "analysis"),
+    Node("mistakes", "Common mistakes", "08_common_mistakes",
+         "Wrong reshape, wrong scale, flipped mask convention, and more.", (13.8, 4.7), "analysis"),
+    Node("vis", "Attention\nvisualisation", "10_real_heads",
+         "Every head of a pretrained MiniLM as a heatmap.", (13.8, 3.1), "analysis"),
+    # Row 4: where multi-head attention is used.
+    Node("self", "Self-attention", "09_connections",
+         "Q, K and V all come from the same sequence.", (2.2, 1.0), "use"),
+    Node("cross", "Cross-attention", "09_connections",
+         "Q from the decoder, K and V from the encoder.", (6.0, 1.0), "use"),
+    Node("encoder", "Transformer\nencoder layer", "09_connections",
+         "MHA then a feed-forward network, each with a residual and LayerNorm.", (10.0, 1.0), "use"),
+    Node("posenc", "Positional\nencoding", "09_connections",
+         "Adds word order, which attention alone cannot see.", (13.8, 1.0), "use"),
+)  # fmt: skip
+
+EDGES: tuple[Edge, ...] = (
+    Edge("qkv", "project", "motivates"),
+    Edge("linear", "project", "give $W_i^Q, W_i^K, W_i^V$ to"),
+    Edge("sdpa", "attend", "runs in"),
+    Edge("split", "project", "then"),
+    Edge("project", "attend", "then"),
+    Edge("attend", "concat", "then"),
+    Edge("concat", "mix", "then"),
+    Edge("mix", "mha", "completes", at=0.45),
+    Edge("mha", "params", "measured by"),
+    Edge("mha", "complexity", "measured by"),
+    Edge("mha", "mistakes", "pitfalls"),
+    Edge("mha", "vis", "weights shown by"),
+    Edge("mha", "self", "used as", at=0.55),
+    Edge("mha", "cross", "used as", at=0.55),
+    Edge("mha", "encoder", "sub-layer of", at=0.55),
+    Edge("posenc", "encoder", "added to its input"),
+)
+
+
+def check_map(nodes: tuple[Node, ...] = NODES, edges: tuple[Edge, ...] = EDGES) -> None:
+    """Raise ValueError if keys repeat, an edge names an unknown node, or a node names an unknown lesson or group."""
+    keys = [n.key for n in nodes]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise ValueError(f"nodes: expected unique keys, got repeats {repeated}")
+    for n in nodes:
+        if n.lesson not in LESSONS:
+            raise ValueError(f"nodes: expected a lesson from LESSONS for node {n.key!r}, got {n.lesson!r}")
+        if n.group not in GROUPS:
+            raise ValueError(f"nodes: expected a group from {sorted(GROUPS)} for node {n.key!r}, got {n.group!r}")
+    for e in edges:
+        for end in (e.source, e.target):
+            if end not in keys:
+                raise ValueError(f"edges: expected node keys, got {end!r} in {e.source!r} -> {e.target!r}")
+        if not 0.0 < e.at < 1.0:
+            raise ValueError(f"edges: expected label position `at` in (0, 1), got {e.at} for {e.source!r}")
+
+
+def lesson_link(stem: str) -> str:
+    """Markdown link to a lesson notebook, relative to notebooks/: '[01 Why split into heads?](01_....ipynb)'."""
+    if stem not in LESSONS:
+        raise ValueError(f"stem: expected one of {list(LESSONS)}, got {stem!r}")
+    return f"[{stem[:2]} {LESSONS[stem]}]({stem}.ipynb)"
+
+
+def plain(label: str) -> str:
+    """A node label as one line of plain text: line breaks become spaces, mathtext loses its $ and braces."""
+    text = " ".join(label.split())
+    for old, new in (("$", ""), ("_{model}", "_model"), ("{", ""), ("}", "")):
+        text = text.replace(old, new)
+    return text
+
+
+def markdown_table(nodes: tuple[Node, ...] = NODES) -> str:
+    """A Markdown table of the map's nodes in lesson order: concept, what it says, where it is covered."""
+    rows = ["| concept | in one line | lesson |", "| --- | --- | --- |"]
+    for n in sorted(nodes, key=lambda n: (n.lesson, n.xy[0])):
+        cells = (plain(n.label), n.description, lesson_link(n.lesson))
+        rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")  # a bare | would end the cell
+    return "\n".join(rows)

@@ -1,0 +1,122 @@
+"""Flashcards: parse the Obsidian spaced-repetition deck in flashcards/, check it, and export it for Anki.
+
+The deck format is the one the Obsidian spaced-repetition plugin reads: a `#flashcards/...` tag line names
+the deck, then every card is one line `question :: answer`. Markdown headings (`## Lesson 03: ...`) group
+the cards and blank lines are ignored. The plugin appends its schedule to a card as `<!--SR:...-->` after a
+review; the parser drops that comment, so a deck studied in Obsidian still parses. Anything else is an
+error that names the line, so a typo cannot silently drop a card.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import re
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+DECK = Path(__file__).resolve().parent.parent / "flashcards" / "multi-head-attention.md"
+SEPARATOR = "::"
+
+_HEADING = re.compile(r"#{1,6}\s+(?P<text>.*)")
+_TAGS = re.compile(r"#[\w/-]+(\s+#[\w/-]+)*")
+_SCHEDULE = re.compile(r"\s*<!--SR:[^>]*-->\s*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Card:
+    """One flashcard: its text, the deck tag it belongs to, the heading above it and its line in the file."""
+
+    question: str
+    answer: str
+    deck: str  # e.g. "flashcards/ai-ml"
+    section: str  # the nearest heading above the card, "" if none
+    line: int  # 1-based line number in the deck file
+
+
+def parse_deck(text: str, source: str = "deck") -> list[Card]:
+    """Cards of an Obsidian deck in file order; ValueError naming `source` and the line for anything malformed."""
+    cards: list[Card] = []
+    deck, section = "", ""
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _SCHEDULE.sub("", raw).strip()
+        where = f"{source} line {number}"
+        if not line:
+            continue
+        if heading := _HEADING.fullmatch(line):
+            section = heading["text"].strip()
+            continue
+        if _TAGS.fullmatch(line):
+            tags = [t[1:] for t in line.split() if t.startswith("#flashcards")]
+            if tags:
+                deck = tags[0]
+            continue
+        if line.count(SEPARATOR) != 1 or ":::" in line:
+            raise ValueError(
+                f"{where}: expected one card 'question {SEPARATOR} answer' (a heading, a #flashcards tag or a "
+                f"blank line), got {raw.strip()!r}"
+            )
+        question, answer = (part.strip() for part in line.split(SEPARATOR))
+        if not question or not answer:
+            side = "question" if not question else "answer"
+            raise ValueError(f"{where}: expected a non-empty {side} around '{SEPARATOR}', got {raw.strip()!r}")
+        if not deck:
+            raise ValueError(f"{where}: expected a #flashcards/... tag line before the first card, got none")
+        if question in seen:
+            raise ValueError(
+                f"{where}: expected unique questions, got {question!r} again (first on line {seen[question]})"
+            )
+        seen[question] = number
+        cards.append(Card(question, answer, deck, section, number))
+    if not cards:
+        raise ValueError(f"{source}: expected at least one 'question {SEPARATOR} answer' card, got none")
+    return cards
+
+
+def load_deck(path: str | Path = DECK) -> list[Card]:
+    """Parse the deck file at path (default: the series' deck)."""
+    path = Path(path)
+    return parse_deck(path.read_text(encoding="utf-8"), source=path.name)
+
+
+def anki_tag(card: Card) -> str:
+    """Anki tags for a card: the Obsidian deck tag with '/' as Anki's '::' hierarchy, plus its lesson if known."""
+    tags = [card.deck.replace("/", "::")]
+    if lesson := re.match(r"Lesson (\d+)", card.section):
+        tags.append(f"mha-lesson::{int(lesson[1]):02d}")
+    return " ".join(tags)
+
+
+def export_anki_tsv(cards: Iterable[Card], path: str | Path, deck_name: str = "Multi-head attention") -> Path:
+    """Write cards as a tab-separated file that Anki's File > Import reads: front, back, tags; returns the path.
+
+    The header lines tell Anki the separator, that the fields are plain text (not HTML), which column holds
+    the tags, and the deck and note type. Fields are quoted CSV-style only when they contain a tab, a quote
+    or a line break, which Anki's importer understands.
+    """
+    cards = list(cards)
+    if not cards:
+        raise ValueError("cards: expected at least one card to export, got none")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        for header in ("separator:tab", "html:false", "notetype:Basic", f"deck:{deck_name}", "tags column:3"):
+            f.write(f"#{header}\n")
+        writer = csv.writer(f, delimiter="\t", quotechar='"', quoting=csv.QUOTE_MINIMAL, lineterminator="\n")
+        writer.writerows((c.question, c.answer, anki_tag(c)) for c in cards)
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m mha_lesson.flashcards [OUT]`: check the deck and export it to OUT (default build/anki/...)."""
+    argv = sys.argv[1:] if argv is None else argv
+    out = Path(argv[0]) if argv else Path("build") / "anki" / "multi-head-attention.tsv"
+    cards = load_deck()
+    export_anki_tsv(cards, out)
+    print(f"{len(cards)} cards from {DECK.name} -> {out}")
+
+
+if __name__ == "__main__":
+    main()
