@@ -1,0 +1,688 @@
+"""Drive JupyterLab in headless Chromium as a learner does: open a lesson, run all cells, move every slider.
+
+Shared by the browser tests (tests/browser, which assert on the `Visit` records) and by
+`python -m mha_lesson.bench browser` (which prints the latency table). It sits in the bench package rather than
+under tests/ so the benchmark can import it from the installed package; the leading underscore keeps the bench
+dispatcher from listing it. Playwright and psutil (test extras) are imported only when a browser or server starts.
+
+How a slider move is judged, inside the page: a MutationObserver watches the slider's explorer (the
+`.mha-explorer` box, or the whole widget output for a slider outside an explorer) with the controls masked out,
+since a slider's own readout changes on every move. Latency is the time from the key press to the last change
+of that masked view (the new <img> src or text) before the kernel is idle and the page quiet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CHROMIUM = "/usr/bin/chromium"
+# Without the networking flags Chromium keeps trying to reach Google's servers in the background.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+VIEWPORT = {"width": 1280, "height": 900}
+# Bounded but generous: this is a 2-core machine shared with other jobs.
+OPEN_TIMEOUT_S = 180.0
+RUN_TIMEOUT_S = 600.0  # lesson 10 (MiniLM) took 240 s with the machine loaded
+WIDGET_TIMEOUT_S = 60.0
+MOVE_TIMEOUT_S = 30.0
+GROWTH_TOLERANCE_PX = 48  # a message line that wraps differently is not a pile-up; a second figure is
+TARGET_MEDIAN_MS = 150.0
+RESTORED_PIXELS = 0.002  # fraction of pixels allowed to differ when every control is back at its start
+
+# User settings for the temporary server: no news or update checks, and no windowing, so every cell's
+# output stays in the DOM at its real height (windowed notebooks detach or estimate off-screen cells).
+USER_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+}
+
+# Installed in every page before JupyterLab loads; the Python side calls these through `__mha`.
+PAGE_LIB = r"""
+(() => {
+  const WIDGET_MIME = 'application/vnd.jupyter.widget-view+json';
+  const CONTROLS = ['.mha-controls', '.widget-slider', '.widget-hslider', '.widget-vslider', '.widget-dropdown',
+    '.widget-select', '.widget-select-multiple', '.widget-checkbox', '.widget-toggle-button',
+    '.widget-toggle-buttons', '.widget-radio', '.widget-text', '.widget-textarea', '.widget-button',
+    '.widget-play', '.widget-colorpicker', '.widget-datepicker', '.widget-upload'].join(', ');
+  const PLACEHOLDERS = ['Loading widget...', 'Error displaying widget', 'Error rendering'];
+  const RAW_REPR = /^\s*(Output|VBox|HBox|Box|GridBox|Tab|Accordion|Image|HTML|Label|\w*Slider|Dropdown|Checkbox)\(/;
+  const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
+  const M = {ran: null, idleAt: null, move: null};
+  window.__mha = M;
+
+  const shown = (el) => el.style.display !== 'none';
+  M.open = (path) => {
+    if (!window.jupyterapp) return false;
+    for (const w of window.jupyterapp.shell.widgets('main')) {
+      if (w.context && w.context.path === path && w.content && w.context.isReady) {
+        const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
+        if (!kernel || kernel.status !== 'idle') return false;
+        M.panel = w;
+        return true;
+      }
+    }
+    return false;
+  };
+  M.kernel = () => M.panel.sessionContext.session && M.panel.sessionContext.session.kernel;
+  M.idle = () => { const k = M.kernel(); return !!k && k.status === 'idle'; };
+  M.runAll = () => {
+    const kernel = M.kernel();
+    kernel.statusChanged.connect((_, status) => {
+      if (status === 'busy' && M.move && M.move.busy === null) M.move.busy = performance.now();
+      if (status === 'idle') M.idleAt = performance.now();
+    });
+    // Output of a slider callback belongs to no cell, so a traceback there never shows in the notebook:
+    // collect errors and stderr that arrive while a move is in progress. (Outside moves the widget manager's
+    // start-up handshake logs a harmless "No such comm target" before the lesson imports ipywidgets.)
+    kernel.iopubMessage.connect((_, msg) => {
+      if (!M.move) return;
+      const type = msg.header.msg_type;
+      if (type === 'error') M.move.log.push(`${msg.content.ename}: ${msg.content.evalue}`);
+      if (type === 'stream' && msg.content.name === 'stderr') M.move.log.push(`stderr: ${msg.content.text.trim()}`);
+    });
+    window.jupyterapp.shell.activateById(M.panel.id);
+    window.jupyterapp.commands.execute('notebook:run-all-cells').then(
+      () => { M.ran = 'ok'; }, (e) => { M.ran = `run-all-cells failed: ${e}`; });
+  };
+  M.done = () => M.ran !== null && M.idle();
+  M.pendingWidgets = () => M.panel.content.widgets.filter((c) => c.model.type === 'code')
+    .some((c) => c.outputArea.node.textContent.includes('Loading widget...'));
+
+  const outputNode = (child) => child.node.querySelector('.jp-OutputArea-output') || child.node;
+  M.cells = () => M.panel.content.widgets.map((cell, index) => {
+    const m = cell.model;
+    const info = {index, type: m.type, source: m.sharedModel.getSource(), count: null, outputs: []};
+    if (m.type !== 'code') return info;
+    info.count = m.executionCount;
+    const area = cell.outputArea;
+    for (let j = 0; j < area.model.length; j++) {
+      const o = area.model.get(j).toJSON();
+      const node = outputNode(area.widgets[j]);
+      const text = node.textContent || '';
+      const out = {type: o.output_type, name: o.name || null, mime: node.getAttribute('data-mime-type'),
+        text: text.slice(0, 2000), problem: null};
+      if (o.output_type === 'error') {
+        const tb = (o.traceback || []).join('\n').replace(ANSI, '');
+        out.text = `${o.ename}: ${o.evalue}\n${tb.slice(-1500)}`;
+      }
+      const view = o.data && o.data[WIDGET_MIME];
+      if (view && view.model_id) {
+        if (out.mime) out.problem = `widget shown as its ${out.mime} fallback: the widget manager did not render it`;
+        else if (PLACEHOLDERS.some((p) => text.includes(p))) out.problem = `not rendered: "${text.slice(0, 120)}"`;
+        else if (!node.querySelector('[class*="widget-"]')) out.problem = 'widget output is empty';
+      }
+      if (!out.problem && (out.mime === 'text/plain' || !out.mime) && RAW_REPR.test(text) && view) {
+        out.problem = `raw widget repr instead of the widget: "${text.slice(0, 80)}"`;
+      }
+      info.outputs.push(out);
+    }
+    return info;
+  });
+
+  // Sliders, grouped by the explorer (or widget output) they belong to; tagged so Playwright can find them.
+  M.groups = () => {
+    const groups = [];
+    M.panel.content.widgets.forEach((cell, index) => {
+      if (cell.model.type !== 'code') return;
+      const roots = [...cell.outputArea.node.querySelectorAll('.mha-explorer')];
+      for (const out of cell.outputArea.node.querySelectorAll('.jp-OutputArea-output')) {
+        if (out.querySelector('.mha-explorer') || !out.querySelector('.widget-hslider, .widget-vslider')) continue;
+        roots.push(out);
+      }
+      roots.forEach((root, k) => {
+        const gid = `${index}.${k}`;
+        root.setAttribute('data-mha-group', gid);
+        const named = [...root.classList].find((c) => c.startsWith('mha-explorer-'));
+        const sliders = [...root.querySelectorAll('.widget-hslider, .widget-vslider')].map((el, s) => {
+          const sid = `${gid}.${s}`;
+          el.setAttribute('data-mha-slider', sid);
+          const label = el.querySelector('.widget-label');
+          return {sid, label: (label && label.textContent.trim()) || `slider ${s}`,
+            vertical: el.classList.contains('widget-vslider'), disabled: !!el.querySelector('[disabled]')};
+        });
+        if (sliders.length) groups.push({gid, cell: index, name: named ? named.slice(13) : null, sliders});
+      });
+    });
+    return groups;
+  };
+  const group = (gid) => document.querySelector(`[data-mha-group="${gid}"]`);
+  M.sliderState = (sid) => {
+    const h = document.querySelector(`[data-mha-slider="${sid}"] .noUi-handle`);
+    if (!h) return null;
+    const num = (a) => parseFloat(h.getAttribute(a));
+    return {now: num('aria-valuenow'), min: num('aria-valuemin'), max: num('aria-valuemax')};
+  };
+
+  // What a slider drives: everything in its group except the controls (images by src, text, hidden parts).
+  const driven = (root) => {
+    const parts = [];
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+      acceptNode: (n) => (n.nodeType === 1 && n.matches(CONTROLS) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT)
+    });
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.nodeType === 3) { if (n.data.trim()) parts.push(n.data); continue; }
+      if (n.tagName === 'IMG') parts.push({img: n.src, shown: shown(n)});
+      else if (!shown(n)) parts.push('(hidden)');
+    }
+    return parts;
+  };
+  const signature = (root) => JSON.stringify(driven(root));
+
+  M.arm = (gid, sid) => {
+    const root = group(gid);
+    const st = {t0: null, last: null, sig: signature(root), sid, value: M.sliderState(sid).now,
+      busy: null, log: []};
+    st.onKey = (e) => { if (st.t0 === null) st.t0 = e.timeStamp; };
+    document.addEventListener('keydown', st.onKey, true);
+    st.observer = new MutationObserver(() => {
+      const sig = signature(root);
+      if (sig === st.sig) return;
+      st.sig = sig;
+      st.last = performance.now();
+    });
+    st.observer.observe(root, {subtree: true, childList: true, attributes: true, characterData: true});
+    M.idleAt = null;
+    M.move = st;
+  };
+  // Settled: kernel idle and nothing changed for 250 ms after a change, or 1.5 s of idle with no change at all
+  // (or 1.5 s after a key press that did not move the slider, so no message went to the kernel).
+  M.settled = () => {
+    const st = M.move, now = performance.now();
+    if (st.t0 === null) return false;
+    if (M.idleAt === null && st.last === null) return now - st.t0 > 1500 && M.sliderState(st.sid).now === st.value;
+    if (!M.idle() || M.idleAt === null) return false;
+    if (st.last !== null) return now - Math.max(st.last, M.idleAt) > 250;
+    return now - M.idleAt > 1500;
+  };
+  M.disarm = () => {
+    const st = M.move;
+    st.observer.disconnect();
+    document.removeEventListener('keydown', st.onKey, true);
+    M.move = null;
+    return {t0: st.t0, last: st.last, busy: st.busy, idle: M.idleAt, log: st.log};
+  };
+
+  const digest = async (src) => {
+    if (!src) return '';
+    const bytes = await (await fetch(src)).arrayBuffer();
+    const hash = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+    return [...hash.slice(0, 12)].map((b) => b.toString(16).padStart(2, '0')).join('');
+  };
+  // Content (text, and image bytes hashed so a re-sent identical PNG counts as unchanged), control values, and
+  // the size of the cell's output area.
+  M.snapshot = async (gid, index) => {
+    const root = group(gid);
+    const parts = driven(root);
+    const text = parts.filter((p) => typeof p === 'string').join('\n');
+    const imgs = [];
+    for (const p of parts) if (typeof p !== 'string') imgs.push(`${await digest(p.img)} ${p.shown}`);
+    const controls = [...root.querySelectorAll('.noUi-handle')].map((h) => h.getAttribute('aria-valuenow'));
+    for (const el of root.querySelectorAll('select, input')) {
+      controls.push(el.type === 'checkbox' ? el.checked : el.value);
+    }
+    const message = root.querySelector('.mha-message');
+    const area = M.panel.content.widgets[index].outputArea;
+    return {text, imgs: imgs.join(' '), controls: JSON.stringify(controls),
+      message: message ? message.textContent.trim() : '',
+      outputs: area.widgets.length, images: area.node.querySelectorAll('img').length,
+      height: Math.round(area.node.getBoundingClientRect().height)};
+  };
+  // Pixels of the group's images, kept to compare with later (blob URLs are revoked once replaced).
+  const pixels = async (gid) => {
+    const out = [];
+    for (const p of driven(group(gid))) {
+      if (typeof p === 'string' || !p.img) continue;
+      const bitmap = await createImageBitmap(await (await fetch(p.img)).blob());
+      const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
+      const ctx = canvas.getContext('2d');
+      ctx.drawImage(bitmap, 0, 0);
+      out.push(ctx.getImageData(0, 0, bitmap.width, bitmap.height));
+    }
+    return out;
+  };
+  M.keep = async (gid) => { M.kept = await pixels(gid); };
+  // Fraction of pixels that differ visibly (any channel by more than 64 of 255) from the kept images; a
+  // different number or size of images counts as 1. Sub-pixel layout noise changes a handful of pixels only.
+  M.differs = async (gid) => {
+    const now = await pixels(gid);
+    if (now.length !== M.kept.length) return 1;
+    let worst = 0;
+    now.forEach((a, i) => {
+      const b = M.kept[i];
+      if (a.width !== b.width || a.height !== b.height) { worst = 1; return; }
+      let n = 0;
+      for (let j = 0; j < a.data.length; j += 4) {
+        if (Math.max(...[0, 1, 2, 3].map((c) => Math.abs(a.data[j + c] - b.data[j + c]))) > 64) n++;
+      }
+      worst = Math.max(worst, n / (a.width * a.height));
+    });
+    return worst;
+  };
+  // Page height that shows the whole notebook without scrolling (the file browser folded away for width).
+  M.fullHeight = () => {
+    window.jupyterapp.shell.collapseLeft();
+    const scroller = M.panel.content.node.querySelector('.jp-WindowedPanel-outer') || M.panel.content.node;
+    scroller.scrollTop = 0;
+    return scroller.scrollHeight + (window.innerHeight - scroller.clientHeight);
+  };
+})();
+"""
+
+
+@dataclass
+class Move:
+    """One key press on one slider: latency in ms (None when nothing it drives changed), the part of it the
+    kernel was busy (its callback, as seen from the page), and what went wrong."""
+
+    explorer: str
+    slider: str
+    ms: float | None
+    problems: list[str] = field(default_factory=list)
+    kernel_ms: float | None = None
+
+
+@dataclass
+class Visit:
+    """Everything observed while a learner's session on one notebook ran (times in seconds)."""
+
+    notebook: str
+    open_s: float = 0.0
+    run_s: float = 0.0
+    sliders_s: float = 0.0
+    errors: list[str] = field(default_factory=list)  # error outputs, cells left unrun, tracebacks, page errors
+    stderr: list[str] = field(default_factory=list)  # stderr shown in cells (warnings)
+    widget_problems: list[str] = field(default_factory=list)
+    moves: list[Move] = field(default_factory=list, repr=False)
+    sliders: int = 0
+    requests: list[str] = field(default_factory=list, repr=False)
+    screenshot: Path | None = None
+
+    @property
+    def slider_problems(self) -> list[str]:
+        """Every problem seen while moving sliders, one line each."""
+        return [f"{m.explorer} / {m.slider}: {p}" for m in self.moves for p in m.problems]
+
+    @property
+    def remote_requests(self) -> list[str]:
+        """Requests that left the machine (anything but loopback, data: and blob: URLs)."""
+        return [url for url in self.requests if not is_local(url)]
+
+
+def is_local(url: str) -> bool:
+    """True for loopback http(s)/ws(s) URLs and for in-page data:, blob: and about: URLs."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme in ("data", "blob", "about"):
+        return True
+    return parts.scheme in ("http", "https", "ws", "wss") and parts.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+def browser_unavailable() -> str | None:
+    """Why the browser tests cannot run here, or None when they can."""
+    if not Path(CHROMIUM).exists():
+        return f"{CHROMIUM} not found (install it with: apt-get install -y chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -e '.[test]')"
+    return None
+
+
+# --- server -------------------------------------------------------------------------------------------------
+@dataclass
+class LabServer:
+    """A running JupyterLab server on loopback; `url` has no token, pages log in with `?token=`."""
+
+    url: str
+    token: str
+    root: Path
+    process: subprocess.Popen
+    log: Path
+
+    def api(self, method: str, path: str) -> Any:
+        """Call the REST API directly (no proxy: it is loopback)."""
+        request = urllib.request.Request(
+            self.url + path, method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=30) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Delete every session and kernel, so one notebook's kernel does not idle on while the next runs."""
+        for session in self.api("GET", "/api/sessions"):
+            self.api("DELETE", f"/api/sessions/{session['id']}")
+        for kernel in self.api("GET", "/api/kernels"):
+            self.api("DELETE", f"/api/kernels/{kernel['id']}")
+
+    def page_url(self, notebook: str) -> str:
+        """The URL that opens `notebook` alone (`?reset` ignores any saved workspace)."""
+        return f"{self.url}/lab/tree/{urllib.parse.quote(notebook)}?reset&token={self.token}"
+
+
+def free_port() -> int:
+    """A TCP port that was free on loopback a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def lab_server(notebooks: Path, workdir: Path) -> Iterator[LabServer]:
+    """Serve a copy of `notebooks` from `workdir`; stop the server and every kernel on exit, even on error."""
+    import psutil
+
+    # The lessons run from a copy (a learner's checkpoints and caches must not change the run, and the run must
+    # not write into the checkout), placed among links to its siblings so that paths like ../tests/ resolve
+    # as they do for a learner who starts `jupyter lab` in notebooks/.
+    checkout = workdir / "checkout"
+    checkout.mkdir()
+    for sibling in notebooks.resolve().parent.iterdir():
+        if sibling.name != notebooks.resolve().name and not sibling.name.startswith("."):
+            (checkout / sibling.name).symlink_to(sibling)
+    root = checkout / notebooks.resolve().name
+    shutil.copytree(notebooks, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    settings = workdir / "user-settings"
+    for name, value in USER_SETTINGS.items():
+        (settings / name).parent.mkdir(parents=True, exist_ok=True)
+        (settings / name).write_text(json.dumps(value))
+    # Private Jupyter/IPython dirs: no user config, kernels or startup files leak in, nothing is written to ~.
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                     ("IPYTHONDIR", "ipython")]:  # fmt: skip
+        env[var] = str(workdir / sub)
+    port, token = free_port(), secrets.token_hex(24)
+    cmd = [
+        sys.executable, "-m", "jupyterlab", "--no-browser",
+        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+        "--ServerApp.allow_root=True",  # CI containers run as root
+        "--ServerApp.terminals_enabled=False",
+        "--LabApp.expose_app_in_browser=True",
+        f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
+        # Nothing may reach the network: no news feed, no update check, no PyPI extension manager.
+        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.extension_manager=readonly",
+    ]  # fmt: skip
+    log = workdir / "jupyterlab.log"
+    with log.open("w") as log_file:
+        # Own process group, so stopping it never signals the test runner.
+        process = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    server = LabServer(f"http://127.0.0.1:{port}", token, root, process, log)
+    try:
+        deadline = time.monotonic() + OPEN_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+            try:
+                server.api("GET", "/api/status")
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"jupyter lab did not answer within {OPEN_TIMEOUT_S:.0f} s") from None
+                time.sleep(0.3)
+        yield server
+    finally:
+        with contextlib.suppress(Exception):
+            server.shutdown_kernels()
+        # Kernels run in sessions of their own: note their pids before the server goes, then end leftovers.
+        children = []
+        with contextlib.suppress(psutil.Error):
+            children = psutil.Process(process.pid).children(recursive=True)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for child in children:
+            with contextlib.suppress(psutil.Error):
+                child.kill()
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[Any]:
+    """A context (one profile) of Debian's headless Chromium via Playwright, no browser download; closed on exit.
+
+    One profile for all notebooks, so JupyterLab's scripts come from the cache after the first page; each
+    notebook still gets a page of its own, opened with `?reset`.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport=VIEWPORT)
+            context.add_init_script(PAGE_LIB)
+            yield context
+        finally:
+            browser.close()
+
+
+# --- one notebook -------------------------------------------------------------------------------------------
+def visit_notebook(
+    context: Any, server: LabServer, notebook: str, *, moves: int = 2, screenshot_dir: Path | None = None
+) -> Visit:
+    """Open `notebook`, run all cells, check outputs and widgets, move every slider `moves` steps and back."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    visit = Visit(notebook)
+
+    def record(request: Any) -> None:
+        visit.requests.append(request.url)
+
+    context.on("request", record)  # the context sees requests of workers too, not only of the page
+    page = context.new_page()
+    page.on("websocket", lambda ws: visit.requests.append(ws.url))
+    page.on("pageerror", lambda exc: visit.errors.append(f"page error: {exc}"))
+    page.on("console", lambda msg: visit.errors.append(f"console error: {msg.text}") if msg.type == "error" else None)
+    try:
+        start = time.monotonic()
+        page.goto(server.page_url(notebook), timeout=OPEN_TIMEOUT_S * 1e3)
+        page.wait_for_function("p => __mha.open(p)", arg=notebook, timeout=OPEN_TIMEOUT_S * 1e3)
+        visit.open_s = time.monotonic() - start
+        start = time.monotonic()
+        page.evaluate("() => __mha.runAll()")
+        try:
+            page.wait_for_function("() => __mha.done()", timeout=RUN_TIMEOUT_S * 1e3)
+        except PlaywrightTimeout:
+            visit.errors.append(f"run all cells did not finish within {RUN_TIMEOUT_S:.0f} s")
+        try:
+            page.wait_for_function("() => !__mha.pendingWidgets()", timeout=WIDGET_TIMEOUT_S * 1e3)
+        except PlaywrightTimeout:
+            visit.widget_problems.append(f"widgets still loading after {WIDGET_TIMEOUT_S:.0f} s")
+        visit.run_s = time.monotonic() - start
+        if page.evaluate("() => __mha.ran") not in (None, "ok"):
+            visit.errors.append(page.evaluate("() => __mha.ran"))
+        cells = page.evaluate("() => __mha.cells()")
+        check_cells(cells, visit)
+        start = time.monotonic()
+        for group in page.evaluate("() => __mha.groups()"):
+            name = explorer_name(notebook, group, cells)
+            for slider in group["sliders"]:
+                if not slider["disabled"]:
+                    visit.sliders += 1
+                    visit.moves += move_slider(page, group, slider, name, moves)
+        visit.sliders_s = time.monotonic() - start
+        if screenshot_dir is not None:
+            visit.screenshot = screenshot(page, screenshot_dir / f"{Path(notebook).stem}.png")
+    finally:
+        page.close()
+        context.remove_listener("request", record)
+        with contextlib.suppress(Exception):
+            server.shutdown_kernels()
+    # The same console error repeats once per widget; one line each, with a count, is easier to read.
+    counts = {line: visit.errors.count(line) for line in visit.errors}
+    visit.errors = [line if n == 1 else f"{line} (x{n})" for line, n in counts.items()]
+    return visit
+
+
+def check_cells(cells: list[dict], visit: Visit) -> None:
+    """Record error outputs, unrun code cells, stderr and widgets that did not render."""
+    for cell in cells:
+        where = f"cell {cell['index']}"
+        if cell["type"] == "code" and cell["source"].strip() and cell["count"] is None:
+            visit.errors.append(f"{where} was not run (an earlier cell failed?)")
+        for out in cell["outputs"]:
+            if out["type"] == "error":
+                visit.errors.append(f"{where}: {out['text']}")
+            elif out["type"] == "stream" and out["name"] == "stderr":
+                serious = any(word in out["text"] for word in ("Traceback", "Error", "Warning"))
+                target = visit.errors if serious else visit.stderr
+                target.append(f"{where}: {out['text'].strip()}")
+            if out["problem"]:
+                visit.widget_problems.append(f"{where}: {out['problem']}")
+
+
+def explorer_name(notebook: str, group: dict, cells: list[dict]) -> str:
+    """`<notebook stem>:<explorer>`: its `mha-explorer-<Name>` class if any, else the function called by the cell's
+    last statement (`wc.cost_explorer(...)` -> cost_explorer), else the cell number."""
+    name = group["name"]
+    if not name:
+        statements = [line for line in cells[group["cell"]]["source"].splitlines() if re.match(r"[A-Za-z_]", line)]
+        call = re.match(r"(?:\w+\s*=\s*)?(?:\w+\.)*(\w+)\s*\(", statements[-1]) if statements else None
+        name = call.group(1) if call else f"cell {group['cell']}"
+    return f"{Path(notebook).stem}:{name}"
+
+
+def move_slider(page: Any, group: dict, slider: dict, name: str, moves: int) -> list[Move]:
+    """Press arrow keys `moves` times away from the start (turning at the end of the range), then back."""
+    sid, gid = slider["sid"], group["gid"]
+    state = page.evaluate("s => __mha.sliderState(s)", sid)
+    if state is None or state["max"] <= state["min"]:
+        return []
+    up, down = ("ArrowUp", "ArrowDown") if slider["vertical"] else ("ArrowRight", "ArrowLeft")
+    away, back = (up, down) if state["now"] < state["max"] else (down, up)
+    start = before = page.evaluate("([g, c]) => __mha.snapshot(g, c)", [gid, group["cell"]])
+    page.evaluate("g => __mha.keep(g)", gid)
+    result: list[Move] = []
+
+    def step(key: str) -> None:
+        nonlocal before
+        move, before = press(page, gid, group["cell"], sid, key, before, start)
+        move.explorer, move.slider = name, slider["label"]
+        result.append(move)
+
+    for _ in range(moves):
+        state = page.evaluate("s => __mha.sliderState(s)", sid)
+        if (state["now"] >= state["max"]) if away == up else (state["now"] <= state["min"]):
+            break
+        step(away)
+    for _ in range(len(result)):
+        step(back)
+    if result and before["controls"] == start["controls"]:
+        # Every control is back where it started, so the figure must be the starting one again.
+        differs = page.evaluate("g => __mha.differs(g)", gid)
+        if before["text"] != start["text"] or differs > RESTORED_PIXELS:
+            result[-1].problems.append(
+                f"back at its starting value, the text or figure differs from the start ({differs:.2%} of pixels)"
+            )
+        if abs(before["height"] - start["height"]) > 2:
+            result[-1].problems.append(f"back at its start, output height {start['height']} -> {before['height']} px")
+    return result
+
+
+def press(page: Any, gid: str, cell: int, sid: str, key: str, before: dict, start: dict) -> tuple[Move, dict]:
+    """One key press; returns the move (latency, problems) and the snapshot after it."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    value = page.evaluate("s => __mha.sliderState(s)", sid)["now"]
+    page.evaluate("([g, s]) => __mha.arm(g, s)", [gid, sid])
+    page.locator(f'[data-mha-slider="{sid}"] .noUi-handle').first.press(key)
+    problems: list[str] = []
+    try:
+        page.wait_for_function("() => __mha.settled()", timeout=MOVE_TIMEOUT_S * 1e3)
+    except PlaywrightTimeout:
+        problems.append(f"{key}: the kernel did not settle within {MOVE_TIMEOUT_S:.0f} s")
+    times = page.evaluate("() => __mha.disarm()")
+    problems += [f"{key}: the kernel reported {line}" for line in times["log"]]
+    after = page.evaluate("([g, c]) => __mha.snapshot(g, c)", [gid, cell])
+    if page.evaluate("s => __mha.sliderState(s)", sid)["now"] == value:
+        problems.append(f"{key} did not move the slider")
+    changed = times["last"] is not None and (after["text"], after["imgs"]) != (before["text"], before["imgs"])
+    if not changed:
+        problems.append(f"{key} changed neither its figure nor its text")
+    if after["message"].startswith("unexpected error"):
+        problems.append(f"{key}: {after['message']}")
+    if (after["outputs"], after["images"]) != (start["outputs"], start["images"]):
+        problems.append(
+            f"{key}: the output area grew from {start['outputs']} outputs / {start['images']} images "
+            f"to {after['outputs']} / {after['images']}"
+        )
+    elif after["height"] > start["height"] + GROWTH_TOLERANCE_PX:
+        problems.append(f"{key}: the output area grew from {start['height']} to {after['height']} px")
+    ms = times["last"] - times["t0"] if changed and times["t0"] is not None else None
+    kernel_ms = times["idle"] - times["busy"] if times["busy"] is not None and times["idle"] is not None else None
+    return Move("", "", ms, problems, kernel_ms), after
+
+
+def screenshot(page: Any, path: Path) -> Path:
+    """Save the whole notebook (the viewport stretched to its height, capped below Chromium's texture limit)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    height = min(int(page.evaluate("() => __mha.fullHeight()")) + 20, 16000)
+    page.set_viewport_size({"width": VIEWPORT["width"], "height": max(height, VIEWPORT["height"])})
+    page.wait_for_timeout(500)  # let Lumino relayout after the resize
+    page.screenshot(path=str(path))
+    return path
+
+
+# --- latency summary ----------------------------------------------------------------------------------------
+def latency_rows(visits: list[Visit]) -> list[dict]:
+    """One row per explorer: median and max ms over every measured move of its sliders, and the median time
+    the kernel was busy during those moves (the rest is messaging and the browser)."""
+    by_explorer: dict[str, list[Move]] = {}
+    for visit in visits:
+        for move in visit.moves:
+            if move.ms is not None:
+                by_explorer.setdefault(move.explorer, []).append(move)
+    rows = []
+    for name, moves in by_explorer.items():
+        ms = [round(m.ms, 1) for m in moves]
+        kernel = [round(m.kernel_ms, 1) for m in moves if m.kernel_ms is not None]
+        rows.append(
+            {"explorer": name, "median_ms": statistics.median(ms), "max_ms": max(ms), "moves": len(ms),
+             "kernel_median_ms": statistics.median(kernel) if kernel else None, "all_ms": ms}
+        )  # fmt: skip
+    return rows
+
+
+def latency_table(rows: list[dict]) -> str:
+    """The rows as a fixed-width table, with the target."""
+    lines = [f"{'explorer':<48} {'median ms':>10} {'max ms':>8} {'kernel ms':>10} {'moves':>6}"]
+    for r in rows:
+        kernel = "-" if r["kernel_median_ms"] is None else f"{r['kernel_median_ms']:.0f}"
+        lines.append(f"{r['explorer']:<48} {r['median_ms']:>10.0f} {r['max_ms']:>8.0f} {kernel:>10} {r['moves']:>6}")
+    lines.append("(ms from a slider key press to the updated image/text in the page; kernel ms: the part the kernel")
+    lines.append(f" was busy. Target: median under {TARGET_MEDIAN_MS:.0f} ms at default sizes)")
+    return "\n".join(lines)
+
+
+def write_latency(rows: list[dict], path: Path) -> None:
+    """Save the rows as JSON (times in ms)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"target_median_ms": TARGET_MEDIAN_MS, "explorers": rows}, indent=1) + "\n")
