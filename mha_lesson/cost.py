@@ -22,7 +22,11 @@ def param_count(d_model: int, h: int, bias: bool = False, *, split: bool = True)
     (d_model, d_model): 4*d_model^2 whatever h is. Naive full-width heads: each head has its own
     three (d_model, d_model) matrices and W^O reads h*d_model features: 4*h*d_model^2.
     """
-    check_heads(d_model, h)
+    if split:
+        check_heads(d_model, h)
+    else:  # full-width heads never split d_model, so h need not divide it
+        check_positive_int("d_model", d_model)
+        check_positive_int("h", h)
     width = d_model if split else h * d_model  # columns of W^Q/K/V together, rows of W^O
     weights = 3 * d_model * width + width * d_model
     biases = 3 * width + d_model if bias else 0

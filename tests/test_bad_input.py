@@ -99,6 +99,7 @@ BAD = {
     "flop_count h": ("h", lambda: flop_count(4, 4, 8, 3)),
     "flop_count naive h": ("h", lambda: flop_count(4, 4, 8, 0, split=False)),
     "flop_count naive d_model": ("d_model", lambda: flop_count(4, 4, -8, 2, split=False)),
+    "param_count naive h": ("h", lambda: param_count(8, 0, split=False)),
     "memory batch": ("batch", lambda: attention_memory_bytes(4, 4, 2, batch=0)),
     "memory n_kv": ("n_kv", lambda: attention_memory_bytes(4, 2.5, 2)),
 }

@@ -29,6 +29,12 @@ def test_full_width_heads_multiply_the_parameters_h_fold(d_model, h):
     assert param_count(d_model, h, bias=True, split=False) == 4 * h * d_model**2 + 3 * h * d_model + d_model
 
 
+def test_naive_full_width_heads_need_not_divide_d_model():
+    # Each naive head works at the full d_model, so h = 3 with d_model = 8 is a valid design.
+    assert param_count(8, 3, split=False) == 4 * 3 * 8**2
+    assert flop_count(4, 4, 8, 3, split=False)["scores"] == 3 * 2 * 4 * 4 * 8
+
+
 def loop_flops(n_q, n_kv, d_model, h, split):
     """FLOPs summed over the matmuls an explicit loop over heads does, 2*m*k*n each, plus 5 per softmax weight."""
     d_k = d_model // h if split else d_model

@@ -8,7 +8,8 @@ Why this design:
 - The rendered PNG is also offered as `image/png` next to the widget, so an executed notebook exported to
   static HTML still shows the figure without any JavaScript.
 
-Structure in the page (the browser tests rely on it): a VBox with CSS class `mha-explorer`, holding a box of
+Structure in the page (the browser tests rely on it): a VBox with CSS classes `mha-explorer` and
+`mha-explorer-<ClassName>`, holding a box of
 controls (class `mha-controls`), an HTML message (class `mha-message`, hidden when empty) and an
 `ipywidgets.Image` (class `mha-figure`). A subclass may add text outputs (class `mha-readout`).
 """
@@ -29,6 +30,17 @@ from matplotlib.figure import Figure
 def divisors(n: int) -> list[int]:
     """All positive divisors of n in increasing order: the valid head counts for d_model = n."""
     return [i for i in range(1, n + 1) if n % i == 0]
+
+
+def settle_layout(fig: Figure) -> None:
+    """Run constrained layout once, then keep the axes where it put them.
+
+    Later renders skip the layout pass (measuring every tick label again), which is most of their cost.
+    Call it again whenever the axes themselves change (new tick labels, new subplots).
+    """
+    fig.set_layout_engine("constrained")
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
 
 
 class Explorer:
@@ -57,6 +69,7 @@ class Explorer:
         box.add_class("mha-controls")
         self.widget = widgets.VBox([box, self.message, self.image])
         self.widget.add_class("mha-explorer")
+        self.widget.add_class(f"mha-explorer-{type(self).__name__}")  # lets the browser tests name it
         for control in controls.values():
             control.observe(self._on_change, names="value")
         self.setup(self.figure)

@@ -1,0 +1,34 @@
+"""Small seeded token embeddings for the lessons: a stand-in for a learned embedding table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ._checks import check_positive_int
+
+# Lesson 2's sentence: eight distinct words, so every row of the attention maps is a different token.
+EXAMPLE_TOKENS = ("my", "old", "cat", "sat", "on", "the", "warm", "mat")
+
+
+def random_token_embeddings(tokens: Sequence[str], d_model: int, seed: int = 0, scale: float = 1.0) -> np.ndarray:
+    """(n, d_model) float64 rows, one per token, drawn from N(0, scale^2); a repeated token gets the same row.
+
+    Like a lookup in an embedding table: the table has one row per distinct token (in order of first
+    appearance), fixed by seed. There is no positional information, so "the" twice gives two equal rows.
+    """
+    if isinstance(tokens, str) or not isinstance(tokens, Sequence) or not tokens:
+        raise ValueError(f"tokens: expected a non-empty sequence of strings, got {tokens!r}")
+    if not all(isinstance(t, str) for t in tokens):
+        raise ValueError(f"tokens: expected every token to be a string, got {[type(t).__name__ for t in tokens]}")
+    d_model = check_positive_int("d_model", d_model)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float, np.number)) or not 0 < scale < np.inf:
+        raise ValueError(f"scale: expected a positive finite number, got {scale!r}")
+    vocab = list(dict.fromkeys(tokens))  # distinct tokens, first appearance first
+    # With Glorot-initialised W^Q and W^K the scaled scores have standard deviation about scale^2:
+    # scale 1 gives nearly uniform attention, scale 2 maps sharp enough to tell heads apart.
+    table = np.random.default_rng(seed).normal(scale=scale, size=(len(vocab), d_model))  # (vocab, d_model)
+    return table[[vocab.index(t) for t in tokens]]  # (n, d_model)

@@ -1,0 +1,201 @@
+"""Lesson 1's cost explorer: h split heads against h full-width heads, as h, d_model and n move."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import Any
+
+import ipywidgets as widgets
+from matplotlib.artist import Artist
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from PIL import Image
+
+from .._checks import check_heads
+from ..cost import attention_memory_bytes, flop_count, param_count
+from ..plots.cost import DESIGNS, flops_bars, set_flops_bars, set_sweep, sweep_axes
+from ._base import Explorer, divisors
+
+# Widths of well-known models among them (384: MiniLM, 768: BERT-base, 1024: BERT-large); all closed-form.
+D_MODELS = (64, 128, 256, 384, 512, 768, 1024)
+# Powers of two up to 8192 tokens: every count is a formula, so the cap only keeps the axes readable.
+LENGTHS = tuple(2**i for i in range(4, 14))
+ATTENTION = ("scores", "weighted_sum")  # the parts the seed note's "same cost as one head" is about
+
+# Fixed axis ranges, from the smallest to the largest value the controls can reach: the axes never rescale,
+# so a move shows what really grew (and only the bars and lines need redrawing, see render_png).
+_D, _N = (D_MODELS[0], D_MODELS[-1]), (LENGTHS[0], LENGTHS[-1])
+FLOPS_RANGE = (
+    flop_count(_N[0], _N[0], _D[0], 1)["softmax"] / 3,  # the smallest bar: one head's softmax
+    flop_count(_N[1], _N[1], _D[1], _D[1], split=False)["total"] * 3,  # the largest: naive total at h = d_model
+)
+PARAMS_RANGE = (param_count(_D[0], 1) / 3, param_count(_D[1], _D[1], split=False) * 3)
+MEMORY_RANGE = (attention_memory_bytes(_N[0], _N[0], 1) / 3, attention_memory_bytes(_N[1], _N[1], _D[1]) * 3)
+
+
+def cost_table(d_model: int = 512, h: int = 8, n: int = 128) -> dict[str, Any]:
+    """Every number the explorer draws for self-attention over n tokens, from mha_lesson.cost.
+
+    Keys: d_k; flops, params, memory_bytes ({design: value} for designs "one" (one head of width
+    d_model), "split" (h heads of d_k = d_model/h) and "naive" (h heads of width d_model)); hs (the
+    divisors of d_model) and sweep ({series: list over hs}) for the charts against h.
+    """
+    d_k = check_heads(d_model, h)  # ValueError naming h unless h divides d_model
+    flops = {
+        "one": flop_count(n, n, d_model, 1),
+        "split": flop_count(n, n, d_model, h),
+        "naive": flop_count(n, n, d_model, h, split=False),
+    }
+    params = {
+        "one": param_count(d_model, 1),
+        "split": param_count(d_model, h),
+        "naive": param_count(d_model, h, split=False),
+    }
+    # Both designs keep one (n, n) float32 weight map per head: the head width does not enter.
+    memory = {"one": attention_memory_bytes(n, n, 1), "split": attention_memory_bytes(n, n, h)}
+    memory["naive"] = memory["split"]
+    hs = divisors(d_model)
+    split_h = [flop_count(n, n, d_model, g) for g in hs]
+    naive_h = [flop_count(n, n, d_model, g, split=False) for g in hs]
+    sweep = {
+        "split_total": [f["total"] for f in split_h],
+        "naive_total": [f["total"] for f in naive_h],
+        "split_attention": [sum(f[p] for p in ATTENTION) for f in split_h],
+        "naive_attention": [sum(f[p] for p in ATTENTION) for f in naive_h],
+        "split_params": [param_count(d_model, g) for g in hs],
+        "naive_params": [param_count(d_model, g, split=False) for g in hs],
+        "memory": [attention_memory_bytes(n, n, g) for g in hs],
+    }
+    return {
+        "d_model": d_model,
+        "h": h,
+        "n": n,
+        "d_k": d_k,
+        "flops": flops,
+        "params": params,
+        "memory_bytes": memory,
+        "hs": hs,
+        "sweep": sweep,
+    }
+
+
+def summary(table: dict[str, Any]) -> str:
+    """One HTML paragraph with the numbers behind the charts."""
+    d, h, n, f = table["d_model"], table["h"], table["n"], table["flops"]
+    extra = f["split"]["softmax"] - f["one"]["softmax"]
+    return (
+        f"<b>d_k = {d} / {h} = {table['d_k']}</b> &nbsp;·&nbsp; n = {n} tokens<br>"
+        f"Split heads: {f['split']['total']:,} FLOPs = one {d}-wide head ({f['one']['total']:,}) "
+        f"+ {extra:,} extra softmax operations ({extra / f['split']['total']:.2%} of the total).<br>"
+        f"Naive full-width heads: {f['naive']['total']:,} FLOPs = "
+        f"{f['naive']['total'] / f['split']['total']:.2f}× the split design.<br>"
+        f"Parameters: split {table['params']['split']:,}, naive {table['params']['naive']:,}. "
+        f"Attention weights (float32): {table['memory_bytes']['split']:,} bytes in both designs."
+    )
+
+
+class CostExplorer(Explorer):
+    """Sliders h, d_model, n -> FLOPs by part, and FLOPs, parameters and memory against h, for both designs."""
+
+    def __init__(self, d_model: int = 512, h: int = 8, n: int = 128) -> None:
+        controls = {
+            "d_model": widgets.SelectionSlider(options=D_MODELS, value=d_model, description="d_model"),
+            "h": widgets.SelectionSlider(options=divisors(d_model), value=h, description="h"),
+            "n": widgets.SelectionSlider(options=LENGTHS, value=n, description="n (tokens)"),
+        }
+        self.text = widgets.HTML()
+        super().__init__(controls, figsize=(11, 6.6), dpi=72)
+        self.keep_heads_valid()
+        self.add_readout(self.text)
+        # The first render laid the axes out; keeping that layout saves re-solving it on every move.
+        self.figure.set_layout_engine("none")
+
+    def setup(self, fig: Figure) -> None:
+        """Four panels on fixed ranges: bars by part on top, then total FLOPs, parameters and memory against h."""
+        grid = fig.add_gridspec(2, 3)
+        self.ax_bars = fig.add_subplot(grid[0, :])
+        axes = [fig.add_subplot(grid[1, i]) for i in range(3)]
+        self.bars = flops_bars(self.ax_bars, cost_table()["flops"], FLOPS_RANGE)
+        blue, red = {"color": DESIGNS["split"][1]}, {"color": DESIGNS["naive"][1]}
+        dashed = {"linestyle": "--"}
+        flops = {
+            "split_total": blue,
+            "naive_total": red,
+            "split_attention": blue | dashed,
+            "naive_attention": red | dashed,
+        }
+        params = {"split_params": blue, "naive_params": red}
+        memory = {"memory": {"color": "C4", "label": "both h-head designs"}}
+        panels = [  # (title, y label, {series of cost_table()["sweep"]: line style}, y range)
+            ("FLOPs against h", "FLOPs", flops, FLOPS_RANGE),
+            ("parameters against h", "learned numbers", params, PARAMS_RANGE),
+            ("attention-weight memory against h", "bytes (float32)", memory, MEMORY_RANGE),
+        ]
+        self.sweeps = []
+        for ax, (title, ylabel, styles, ylim) in zip(axes, panels, strict=True):
+            self.sweeps.append((ax, *sweep_axes(ax, title, ylabel, styles, D_MODELS[-1], ylim)))
+        axes[0].legend(
+            [Line2D([], [], color="k"), Line2D([], [], color="k", linestyle="--")],
+            ["total", "attention part (scores + weighted sum)"],
+            fontsize=7,
+            loc="lower right",
+        )
+        axes[2].legend(fontsize=7, loc="upper left")
+        handles, labels = self.ax_bars.get_legend_handles_labels()
+        handles.append(Line2D([], [], color="k", linestyle=":"))
+        labels.append("current h")
+        fig.legend(handles, labels, loc="outside upper center", ncols=4, fontsize=9)
+        # Only these change on a move; everything else (axes, ticks, legends) is painted once and reused.
+        self.moving = [rect for bars in self.bars.values() for rect in bars.patches]
+        self.moving += [artist for _, lines, marker in self.sweeps for artist in (*lines.values(), marker)]
+        self.ax_bars.title.set_fontsize(10)
+        self.moving.append(self.ax_bars.title)
+        for artist in self.moving:
+            artist.set_animated(True)  # a full draw skips animated artists: it paints the background only
+
+    def compute(self, d_model: int, h: int, n: int) -> dict[str, Any]:
+        return cost_table(d_model, h, n)
+
+    def draw(self, data: dict[str, Any]) -> None:
+        set_flops_bars(self.ax_bars, self.bars, data["flops"], fit=False)
+        # set_text, not set_title: set_title would move the title back to its default place under the blit.
+        self.ax_bars.title.set_text(
+            f"FLOPs by part: n = {data['n']} tokens, d_model = {data['d_model']}, h = {data['h']}, d_k = {data['d_k']}"
+        )
+        for _, lines, marker in self.sweeps:
+            set_sweep(lines, marker, data["hs"], data["sweep"], data["h"])
+        self.text.value = summary(data)
+
+    def render_png(self) -> bytes:
+        return blit_png(self, self.moving)
+
+
+def blit_png(explorer: Explorer, moving: Sequence[Artist]) -> bytes:
+    """The explorer's figure as PNG, by blitting: paint the cached still background, draw only the moving artists.
+
+    The moving artists must be set_animated(True) (a full draw skips them), and nothing else may change
+    between calls: the background is drawn once, on the first call. Lessons 1 and 2 share this.
+    """
+    canvas = explorer.canvas
+    if getattr(explorer, "_background", None) is None:
+        canvas.draw()
+        explorer._background = canvas.copy_from_bbox(explorer.figure.bbox)
+    canvas.restore_region(explorer._background)
+    for artist in moving:
+        explorer.figure.draw_artist(artist)
+    for ax in explorer.figure.axes:  # frames back on top of bars and images, as in a full draw
+        if not ax.get_animated():
+            for spine in ax.spines.values():
+                ax.draw_artist(spine)
+    buf = io.BytesIO()
+    # Flat colours compress well even at level 1, which encodes several times faster than the default 6.
+    Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+        buf, format="png", compress_level=1
+    )
+    return buf.getvalue()
+
+
+def cost_explorer(d_model: int = 512, h: int = 8, n: int = 128) -> CostExplorer:
+    """The lesson 1 explorer, starting at the worked case d_model=512, h=8 (d_k=64)."""
+    return CostExplorer(d_model, h, n)

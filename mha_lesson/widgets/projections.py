@@ -1,0 +1,190 @@
+"""Lesson 2's head-subspace explorer: pick a head and see where its projections put the tokens."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..embeddings import EXAMPLE_TOKENS, random_token_embeddings
+from ..multihead import multi_head_attention_loop
+from ..plots.attention import attention_heatmap
+from ..plots.projections import set_token_plane, token_plane
+from ..projections import MHAParams, init_params
+from ._base import Explorer, divisors
+from .cost import blit_png
+
+D_MODEL = 16
+# A 2-D picture of a head's space needs d_k >= 2, so h stops at d_model / 2.
+HEADS = tuple(h for h in divisors(D_MODEL) if D_MODEL // h >= 2)
+# Standard deviation of the embeddings: large enough that random heads attend visibly (see random_token_embeddings).
+EMBEDDING_SCALE = 2.0
+VIEWS = (("best 2-D plane", "pca"), ("coordinates 0 and 1", "coords"))
+
+
+def tied_heads(params: MHAParams) -> MHAParams:
+    """A copy in which every head uses head 0's W^Q, W^K, W^V (and biases); W^O is unchanged."""
+    h = params.h
+    # (d_model, d_k) -> (d_model, h*d_k): h copies side by side, so head i's columns equal head 0's.
+    w_q = np.tile(params.w_q_head(0), (1, h))
+    w_k = np.tile(params.w_k_head(0), (1, h))
+    w_v = np.tile(params.w_v_head(0), (1, h))
+    # Biases the same way, (d_k,) -> (h*d_k,), when there are any.
+    biases = {b: np.tile(params.b_head(b, 0), h) for b in ("b_q", "b_k", "b_v") if getattr(params, b) is not None}
+    return dataclasses.replace(params, w_q=w_q, w_k=w_k, w_v=w_v, **biases)
+
+
+def plane(q: np.ndarray, k: np.ndarray, view: str = "pca") -> tuple[np.ndarray, np.ndarray, float]:
+    """Queries q (n, d_k) and keys k (n, d_k) as 2-D points (n, 2) each, and the share of squared length kept.
+
+    view "coords": the head's first two coordinates. view "pca": the plane through the origin that keeps
+    most of the squared length of all 2n vectors (top two right singular vectors, not centred, so that
+    dot products in the plane approximate the head's scores q . k).
+    """
+    if view not in ("pca", "coords"):
+        raise ValueError(f"view: expected 'pca' or 'coords', got {view!r}")
+    if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1] or q.shape[1] < 2:
+        raise ValueError(f"q, k: expected (n, d_k) arrays with the same d_k >= 2, got {q.shape} and {k.shape}")
+    both = np.vstack([q, k])  # (2n, d_k)
+    if view == "coords":
+        basis = np.eye(q.shape[1])[:, :2]  # (d_k, 2)
+    else:
+        _, _, vt = np.linalg.svd(both, full_matrices=False)
+        basis = vt[:2].T  # (d_k, 2)
+        # An SVD direction is defined up to sign; fix it so the same input always gives the same picture.
+        basis *= np.sign(basis[np.abs(basis).argmax(axis=0), [0, 1]])
+    kept = float(((both @ basis) ** 2).sum() / ((both**2).sum() or 1.0))  # all-zero vectors: nothing to keep
+    return q @ basis, k @ basis, kept
+
+
+def projection_view(
+    h: int = 4,
+    head: int = 0,
+    view: str = "pca",
+    shared: bool = False,
+    seed: int = 0,
+    *,
+    tokens: Sequence[str] = EXAMPLE_TOKENS,
+    d_model: int = D_MODEL,
+) -> dict[str, Any]:
+    """Self-attention over lesson 2's embeddings of tokens, with init_params(d_model, h, seed=seed).
+
+    Returns tokens, d_k, columns (head's slice of W^Q), q and k (n, d_k), q2 and k2 (n, 2) from plane(),
+    kept (share of squared length in the plane), weights (n, n) of the head and all_weights (h, n, n).
+    shared=True gives every head head 0's projections (tied_heads).
+    """
+    params = init_params(d_model, h, seed=seed)  # ValueError naming h unless it divides d_model
+    if isinstance(head, bool) or not isinstance(head, (int, np.integer)) or not 0 <= head < h:
+        raise ValueError(f"head: expected an index in [0, {h}), got {head!r}")
+    if shared:
+        params = tied_heads(params)
+    # (n, d_model), fixed: the seed control moves the weights only.
+    x = random_token_embeddings(tokens, d_model, seed=0, scale=EMBEDDING_SCALE)
+    _, weights, trace = multi_head_attention_loop(x, x, x, params, return_trace=True)
+    q, k = trace["Q_i"][head], trace["K_i"][head]  # (n, d_k) each
+    q2, k2, kept = plane(q, k, view)
+    d_k = params.d_k
+    return {
+        "tokens": tuple(tokens),
+        "h": h,
+        "head": head,
+        "view": view,
+        "shared": shared,
+        "d_k": d_k,
+        "columns": (head * d_k, (head + 1) * d_k),
+        "q": q,
+        "k": k,
+        "q2": q2,
+        "k2": k2,
+        "kept": kept,
+        "weights": weights[head],
+        "all_weights": weights,
+    }
+
+
+class ProjectionExplorer(Explorer):
+    """Controls h, head, view, shared, seed -> one head's queries and keys in 2-D, beside its attention map."""
+
+    def __init__(self, h: int = 4, head: int = 0, seed: int = 0) -> None:
+        controls = {
+            "h": widgets.SelectionSlider(options=HEADS, value=h, description="h"),
+            "head": widgets.SelectionSlider(options=tuple(range(h)), value=head, description="head i"),
+            "view": widgets.ToggleButtons(options=VIEWS, value="pca", description="view"),
+            "shared": widgets.Checkbox(value=False, description="same W for every head"),
+            "seed": widgets.IntSlider(value=seed, min=0, max=9, description="weights seed"),
+        }
+        self.text = widgets.HTML()
+        super().__init__(controls, figsize=(10, 4.6), dpi=72)
+        self._keep_head_valid()
+        self.add_readout(self.text)
+        # Layout solved once for the first picture; the panels keep their place, so redraws skip the solver.
+        self.figure.set_layout_engine("none")
+
+    def _keep_head_valid(self) -> None:
+        """Make the head control offer 0..h-1 whenever h moves (keeping the learner's head when it still exists)."""
+
+        def update_options(change: dict) -> None:
+            current = self.controls["head"].value
+            with self.hold():
+                self.controls["head"].options = tuple(range(change["new"]))
+                self.controls["head"].value = min(current, change["new"] - 1)
+
+        # Same order as Explorer.keep_heads_valid: fix the head first, then redraw once.
+        self.controls["h"].unobserve(self._on_change, names="value")
+        self.controls["h"].observe(update_options, names="value")
+        self.controls["h"].observe(self._on_change, names="value")
+
+    def setup(self, fig: Figure) -> None:
+        """Left: the token plane; right: the head's attention map."""
+        self.ax_plane, self.ax_map = fig.subplots(1, 2, width_ratios=(1, 1.15))
+        self.plane_artists = token_plane(self.ax_plane, EXAMPLE_TOKENS)
+        n = len(EXAMPLE_TOKENS)
+        self.im = attention_heatmap(self.ax_map, np.zeros((n, n)), EXAMPLE_TOKENS, EXAMPLE_TOKENS, annotate=False)
+        # What a move changes: the whole plane panel (its limits follow the points), the map and its title.
+        # The map's labels, ticks and colour bar are painted once and reused (see blit_png).
+        self.ax_map.title.set_fontsize(10)
+        self.moving = [self.ax_plane, self.im, self.ax_map.title]
+        for artist in self.moving:
+            artist.set_animated(True)
+
+    def compute(self, h: int, head: int, view: str, shared: bool, seed: int) -> dict[str, Any]:
+        return projection_view(h, head, view, shared, seed)
+
+    def draw(self, data: dict[str, Any]) -> None:
+        i, d_k = data["head"], data["d_k"]
+        set_token_plane(self.ax_plane, self.plane_artists, data["q2"], data["k2"])
+        if data["view"] == "pca":
+            self.ax_plane.set_xlabel(f"direction 1 of the best plane in head {i}'s space")
+            self.ax_plane.set_ylabel("direction 2")
+        else:
+            a = data["columns"][0]
+            self.ax_plane.set_xlabel(f"coordinate 0 of head {i} (column {a} of Q, K)")
+            self.ax_plane.set_ylabel(f"coordinate 1 (column {a + 1})")
+        self.ax_plane.set_title(f"head {i}: queries and keys in its d_k = {d_k} space", fontsize=10)
+        self.im.set_data(data["weights"])
+        # set_text, not set_title: set_title would reset the position the first full draw lifted above the keys.
+        self.ax_map.title.set_text(f"head {i} of {data['h']}: attention weights")
+        a, b = data["columns"]
+        exact = (
+            "With d_k = 2 the plane is the head's whole space: its dot products are exact."
+            if d_k == 2
+            else f"The plane keeps {data['kept']:.0%} of the squared length: its dot products are approximate."
+        )
+        same = " All heads share head 0's W, so every head shows this picture." if data["shared"] else ""
+        self.text.value = (
+            f"Head {i} owns columns {a}:{b} of W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, so Q<sub>{i}</sub>, "
+            f"K<sub>{i}</sub>, V<sub>{i}</sub> are ({len(data['tokens'])}, {d_k}). A score is a dot product q · k: a "
+            f"query gives most weight to keys that point its way. {exact}{same}"
+        )
+
+    def render_png(self) -> bytes:
+        return blit_png(self, self.moving)
+
+
+def projection_explorer(h: int = 4, head: int = 0, seed: int = 0) -> ProjectionExplorer:
+    """The lesson 2 explorer: 8 tokens, d_model = 16, h = 4 heads of d_k = 4 by default."""
+    return ProjectionExplorer(h, head, seed)

@@ -1,0 +1,250 @@
+"""Lesson 1's claims, through the calls the notebook makes, checked against explicit loops and closed forms;
+and the cost explorer: moving a control changes exactly what it should."""
+
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+import mha_lesson as mha
+from mha_lesson.cost import PARTS, attention_memory_bytes, flop_count, param_count
+from mha_lesson.widgets import divisors
+from mha_lesson.widgets.cost import (
+    D_MODELS,
+    FLOPS_RANGE,
+    LENGTHS,
+    MEMORY_RANGE,
+    PARAMS_RANGE,
+    CostExplorer,
+    cost_explorer,
+    cost_table,
+)
+
+MATMULS = ("projections", "scores", "weighted_sum", "output_projection")
+
+
+def loop_attention_flops(n, d_k, h):
+    """Scores and weighted sum counted head by head, 2*m*k*p per (m, k) @ (k, p) product."""
+    total = 0
+    for _ in range(h):
+        total += 2 * n * d_k * n  # Q_i K_i^T
+        total += 2 * n * n * d_k  # A_i V_i
+    return total
+
+
+@st.composite
+def sizes(draw):
+    d_model = draw(st.integers(1, 1024))
+    h = draw(st.sampled_from(divisors(d_model)))
+    return d_model, h, draw(st.integers(1, 4096))
+
+
+# ---------------------------------------------------------------------------------------------- the lesson's numbers
+def test_worked_case_has_d_k_64():
+    assert mha.init_params(512, 8).d_k == 64
+    assert cost_table(512, 8, 128)["d_k"] == 64
+
+
+@given(sizes())
+def test_split_heads_attention_part_equals_one_full_width_head(size):
+    d_model, h, n = size
+    split, one = flop_count(n, n, d_model, h), flop_count(n, n, d_model, 1)
+    attention = split["scores"] + split["weighted_sum"]
+    assert attention == one["scores"] + one["weighted_sum"] == loop_attention_flops(n, d_model // h, h)
+    assert attention == 4 * n * n * d_model  # closed form: h * 4 n^2 d_k with h d_k = d_model
+
+
+@given(sizes())
+def test_split_heads_differ_from_one_head_only_in_the_softmax(size):
+    d_model, h, n = size
+    split, one, naive = flop_count(n, n, d_model, h), flop_count(n, n, d_model, 1), flop_count(n, n, d_model, h, False)
+    for part in MATMULS:
+        assert split[part] == one[part]
+    assert split["total"] - one["total"] == (h - 1) * 5 * n * n
+    for part in PARTS:  # the naive design: every part h times one head's, softmax included
+        assert naive[part] == h * one[part]
+
+
+def test_the_printed_worked_case():
+    t = cost_table(512, 8, 128)["flops"]
+    assert t["split"]["scores"] + t["split"]["weighted_sum"] == 33_554_432 == t["one"]["scores"] * 2
+    assert t["naive"]["total"] / t["one"]["total"] == 8
+    assert 7.98 < t["naive"]["total"] / t["split"]["total"] < 8
+    assert t["split"]["softmax"] / t["split"]["total"] == pytest.approx(0.0022, abs=5e-5)
+
+
+def test_softmax_share_grows_with_n_towards_its_limit():
+    d, h = 512, 8
+    limit = 5 * h / (4 * d + 5 * h)
+    shares = [flop_count(n, n, d, h)["softmax"] / flop_count(n, n, d, h)["total"] for n in (128, 1024, 8192, 65536)]
+    assert shares == sorted(shares) and shares[-1] < limit
+    assert flop_count(10**7, 10**7, d, h)["softmax"] / flop_count(10**7, 10**7, d, h)["total"] == pytest.approx(
+        limit, rel=1e-3
+    )
+
+
+def test_one_dimensional_heads_spend_more_on_the_softmax_than_on_the_scores():
+    thin = cost_table(512, 512, 128)["flops"]["split"]
+    assert thin["softmax"] == 2.5 * thin["scores"]  # 5 ops per weight against 2 * d_k = 2 FLOPs
+
+
+@pytest.mark.parametrize("h", divisors(512))
+def test_parameters_are_4_d_model_squared_for_every_h(h):
+    counted = sum(a.size for a in mha.init_params(512, h).arrays().values())
+    assert param_count(512, h) == counted == 4 * 512**2 == 1_048_576
+
+
+@pytest.mark.parametrize(("d_model", "h"), [(512, 8), (768, 12), (64, 64)])
+def test_full_width_heads_have_4_h_d_model_squared_parameters(d_model, h):
+    # Count the shapes one by one: three (d_model, d_model) per head and W^O of (h * d_model, d_model).
+    shapes = [(d_model, d_model)] * (3 * h) + [(h * d_model, d_model)]
+    assert param_count(d_model, h, split=False) == sum(r * c for r, c in shapes) == 4 * h * d_model**2
+
+
+def test_memory_of_the_weights_is_what_a_forward_pass_returns():
+    n, d, h = 128, 512, 8
+    x = np.random.default_rng(0).normal(size=(n, d)).astype(np.float32)
+    _, weights = mha.multi_head_attention(x, x, x, mha.init_params(d, h).astype(np.float32))
+    table = cost_table(d, h, n)
+    assert table["memory_bytes"]["split"] == table["memory_bytes"]["naive"] == weights.nbytes == 524_288
+    assert attention_memory_bytes(n, n, 1) * h == weights.nbytes
+
+
+# ---------------------------------------------------------------------------------------------- cost_table
+def test_cost_table_sweeps_agree_with_the_single_counts():
+    t = cost_table(768, 12, 256)
+    assert t["hs"] == divisors(768)
+    k = t["hs"].index(12)
+    s = t["sweep"]
+    assert s["split_total"][k] == t["flops"]["split"]["total"]
+    assert s["naive_total"][k] == t["flops"]["naive"]["total"]
+    assert s["naive_attention"][k] == t["flops"]["naive"]["scores"] + t["flops"]["naive"]["weighted_sum"]
+    assert s["split_params"] == [4 * 768**2] * len(t["hs"])
+    assert s["naive_params"] == [4 * g * 768**2 for g in t["hs"]]
+    assert s["memory"] == [g * 256 * 256 * 4 for g in t["hs"]]
+
+
+@pytest.mark.parametrize(("d_model", "h"), [(512, 3), (512, 0), (768, 1000)])
+def test_cost_table_refuses_an_h_that_does_not_divide_d_model(d_model, h):
+    with pytest.raises(ValueError, match="^h: expected"):
+        cost_table(d_model, h, 128)
+
+
+# ---------------------------------------------------------------------------------------------- the explorer
+def bar_heights(explorer, design):
+    return [rect.get_height() for rect in explorer.bars[design].patches]
+
+
+def test_explorer_starts_at_the_worked_case_and_draws_its_numbers():
+    e = cost_explorer()
+    assert isinstance(e, CostExplorer) and e.error is None and e.image.value
+    assert e.values() == {"d_model": 512, "h": 8, "n": 128}
+    t = cost_table()
+    for design in ("one", "split", "naive"):
+        assert bar_heights(e, design) == [t["flops"][design][p] for p in (*PARTS, "total")]
+    assert "d_k = 512 / 8 = 64" in e.text.value
+
+
+def test_moving_h_grows_the_naive_bars_and_only_the_softmax_of_the_split_ones():
+    e = cost_explorer()
+    split8, naive8, png8 = bar_heights(e, "split"), bar_heights(e, "naive"), e.image.value
+    e.controls["h"].value = 16
+    split16, naive16 = bar_heights(e, "split"), bar_heights(e, "naive")
+    assert naive16[:5] == [2 * v for v in naive8[:5]]
+    softmax = PARTS.index("softmax")
+    assert [v for i, v in enumerate(split16[:5]) if i != softmax] == [
+        v for i, v in enumerate(split8[:5]) if i != softmax
+    ]
+    assert split16[softmax] == 2 * split8[softmax]
+    assert e.image.value != png8
+    for _, _, marker in e.sweeps:
+        assert list(marker.get_xdata()) == [16, 16]
+
+
+def test_moving_n_scales_the_n_squared_parts_by_four_and_the_projections_by_two():
+    e = cost_explorer()
+    before = dict(zip(PARTS, bar_heights(e, "split"), strict=False))
+    e.controls["n"].value = 256
+    after = dict(zip(PARTS, bar_heights(e, "split"), strict=False))
+    for part in ("scores", "softmax", "weighted_sum"):
+        assert after[part] == 4 * before[part]
+    for part in ("projections", "output_projection"):
+        assert after[part] == 2 * before[part]
+
+
+def test_d_model_offers_only_valid_heads_and_keeps_the_nearest_h():
+    e = cost_explorer()
+    e.controls["d_model"].value = 768
+    assert tuple(e.controls["h"].options) == tuple(divisors(768)) and e.controls["h"].value == 8
+    e.controls["h"].value = 3
+    e.controls["d_model"].value = 512  # 3 does not divide 512: 2 and 4 are equally near, the smaller wins
+    assert e.controls["h"].value == 2 and e.error is None
+    assert "d_k = 512 / 2 = 256" in e.text.value
+    lines, _ = e.sweeps[1][1], e.sweeps[1][2]
+    np.testing.assert_array_equal(lines["split_params"].get_xdata(), divisors(512))
+    np.testing.assert_array_equal(lines["naive_params"].get_ydata(), [4 * g * 512**2 for g in divisors(512)])
+
+
+def test_every_d_model_with_the_largest_h_and_n_draws_without_a_message():
+    e = cost_explorer()
+    for d_model in D_MODELS:
+        e.set(d_model=d_model, h=d_model, n=LENGTHS[-1])  # d_k = 1, 8192 tokens
+        assert e.error is None and e.data["d_k"] == 1
+        assert bar_heights(e, "naive")[-1] == flop_count(8192, 8192, d_model, d_model, split=False)["total"]
+
+
+def test_an_invalid_pair_shows_a_one_line_message_instead_of_the_plot():
+    e = cost_explorer()
+    with e.hold():  # the controls cannot reach h = 3 with d_model = 512; force it to test the message path
+        e.controls["h"].options = (1, 2, 3)
+        e.controls["h"].value = 3
+    e.refresh()
+    assert e.error.startswith("h: expected a divisor of d_model=512") and "\n" not in e.error
+    assert e.image.layout.display == "none" and e.message.layout.display is None
+
+
+def test_the_fixed_axis_ranges_hold_every_value_the_controls_can_reach():
+    for d_model in D_MODELS:
+        for n in (LENGTHS[0], LENGTHS[-1]):
+            for h in (1, d_model):
+                t = cost_table(d_model, h, n)
+                flops = [v for f in t["flops"].values() for v in f.values()]
+                assert FLOPS_RANGE[0] < min(flops) and max(flops) < FLOPS_RANGE[1]
+                assert (
+                    PARAMS_RANGE[0]
+                    < min(t["sweep"]["split_params"])
+                    <= max(t["sweep"]["naive_params"])
+                    < PARAMS_RANGE[1]
+                )
+                assert MEMORY_RANGE[0] < min(t["sweep"]["memory"]) <= max(t["sweep"]["memory"]) < MEMORY_RANGE[1]
+
+
+def rgba(png):
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA")).astype(int)
+
+
+def test_the_blitted_picture_matches_a_full_redraw_inside_every_panel():
+    e = cost_explorer()
+    e.set(d_model=768, h=12, n=1024)
+    blit = rgba(e.image.value)
+    for artist in e.moving:  # draw everything the normal way, once
+        artist.set_animated(False)
+    e.canvas.draw()
+    full = np.asarray(e.canvas.buffer_rgba()).astype(int)
+    assert blit.shape == full.shape
+    height = full.shape[0]
+    boxes = [ax.bbox.extents for ax in e.figure.axes] + [e.ax_bars.title.get_window_extent().extents]
+    for x0, y0, x1, y1 in boxes:
+        rows, cols = slice(int(height - y1) + 3, int(height - y0) - 3), slice(int(x0) + 3, int(x1) - 3)
+        inside = np.abs(blit[rows, cols] - full[rows, cols]).max(axis=-1) > 40
+        # Legends sit on top of the lines in a full draw and under them when blitting: leave them out.
+        for legend in filter(None, (ax.get_legend() for ax in e.figure.axes)):
+            lx0, ly0, lx1, ly1 = legend.get_window_extent().extents
+            inside[
+                max(0, int(height - ly1) - rows.start) : int(height - ly0) - rows.start,
+                max(0, int(lx0) - cols.start) : int(lx1) - cols.start,
+            ] = False
+        assert inside.mean() < 0.001, f"panel at {x0:.0f},{y0:.0f} differs in {inside.mean():.2%} of its pixels"

@@ -1,0 +1,251 @@
+"""Lesson 2's claims (one product for all heads, tied heads collapse into one), the seeded embeddings, the 2-D
+plane, and the projection explorer: moving a control changes exactly what it should."""
+
+import dataclasses
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+import mha_lesson as mha
+from mha_lesson.embeddings import EXAMPLE_TOKENS, random_token_embeddings
+from mha_lesson.widgets import divisors
+from mha_lesson.widgets.projections import (
+    EMBEDDING_SCALE,
+    HEADS,
+    ProjectionExplorer,
+    plane,
+    projection_explorer,
+    projection_view,
+    tied_heads,
+)
+
+
+def lesson_inputs(h=4, seed=0):
+    """The notebook's tokens and parameters: d_model = 16."""
+    x = random_token_embeddings(EXAMPLE_TOKENS, 16, seed=0, scale=EMBEDDING_SCALE)
+    return x, mha.init_params(16, h, seed=seed)
+
+
+# ---------------------------------------------------------------------------------------------- embeddings
+def test_embeddings_are_seeded_and_a_repeated_token_gets_the_same_row():
+    tokens = ("the", "cat", "saw", "the", "dog")
+    a = random_token_embeddings(tokens, 6, seed=1)
+    assert a.shape == (5, 6) and a.dtype == np.float64
+    np.testing.assert_array_equal(a, random_token_embeddings(tokens, 6, seed=1))
+    np.testing.assert_array_equal(a[0], a[3])
+    assert len({row.tobytes() for row in a}) == 4  # four distinct tokens, four distinct rows
+    assert not np.array_equal(a, random_token_embeddings(tokens, 6, seed=2))
+    np.testing.assert_allclose(random_token_embeddings(tokens, 6, seed=1, scale=3.0), 3 * a)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"tokens": ()}, "tokens"),
+        ({"tokens": "cat"}, "tokens"),
+        ({"tokens": ("a", 1)}, "tokens"),
+        ({"d_model": 0}, "d_model"),
+        ({"seed": -1}, "seed"),
+        ({"scale": 0.0}, "scale"),
+        ({"scale": float("inf")}, "scale"),
+    ],
+)
+def test_embeddings_refuse_bad_input_naming_the_argument(kwargs, name):
+    args = {"tokens": ("a", "b"), "d_model": 4, "seed": 0, "scale": 1.0} | kwargs
+    with pytest.raises(ValueError, match=f"^{name}: expected"):
+        random_token_embeddings(**args)
+
+
+# ---------------------------------------------------------------------------------------------- one product, all heads
+def test_shapes_the_lesson_prints():
+    x, p = lesson_inputs()
+    assert x.shape == (8, 16) and p.d_k == 4
+    assert p.w_q_head(1).shape == (16, 4) and (x @ p.w_q_head(1)).shape == (8, 4)
+
+
+@given(st.sampled_from([(d, h) for d in (4, 12, 16, 24) for h in divisors(d)]), st.integers(1, 9))
+def test_one_product_with_w_q_holds_every_heads_projection(size, n):
+    d_model, h = size
+    p = mha.init_params(d_model, h, seed=n)
+    x = np.random.default_rng(n).normal(size=(n, d_model))
+    d_k = d_model // h
+    np.testing.assert_array_equal(np.hstack([p.w_q_head(j) for j in range(h)]), p.w_q)
+    Q = x @ p.w_q
+    heads = mha.split_heads(Q, h)  # (h, n, d_k)
+    for j in range(h):
+        own = np.einsum("nd,dk->nk", x, p.w_q[:, j * d_k : (j + 1) * d_k])  # head j alone, another code path
+        np.testing.assert_allclose(Q[:, j * d_k : (j + 1) * d_k], own, atol=1e-12)
+        np.testing.assert_allclose(heads[j], own, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- tied heads
+def test_tied_heads_compute_one_pattern_and_collapse_into_one_head():
+    x, p = lesson_inputs()
+    tied = tied_heads(p)
+    out, weights, trace = mha.multi_head_attention_loop(x, x, x, tied, return_trace=True)
+    for j in range(4):
+        np.testing.assert_array_equal(weights[j], weights[0])
+        np.testing.assert_array_equal(tied.w_q_head(j), p.w_q_head(0))
+    assert np.linalg.matrix_rank(trace["concat"]) == 4 == np.linalg.matrix_rank(tied.w_q)
+    one_head = trace["head_i"][0] @ sum(tied.w_o_head(j) for j in range(4))
+    np.testing.assert_allclose(out, one_head, atol=1e-12)
+    np.testing.assert_array_equal(tied.w_o, p.w_o)
+
+
+def test_tied_heads_copy_head_zeros_biases_too():
+    rng = np.random.default_rng(0)
+    p = dataclasses.replace(mha.init_params(8, 2, bias=True), **{b: rng.normal(size=8) for b in ("b_q", "b_k", "b_v")})
+    tied = tied_heads(p)
+    for name in ("b_q", "b_k", "b_v"):
+        np.testing.assert_array_equal(tied.b_head(name, 1), p.b_head(name, 0))
+    _, weights = mha.multi_head_attention(
+        rng.normal(size=(5, 8)), rng.normal(size=(5, 8)), rng.normal(size=(5, 8)), tied
+    )
+    np.testing.assert_allclose(weights[1], weights[0], atol=1e-15)
+
+
+def test_own_projections_give_different_patterns_and_full_rank():
+    x, p = lesson_inputs()
+    _, weights, trace = mha.multi_head_attention_loop(x, x, x, p, return_trace=True)
+    assert min(np.abs(weights[j] - weights[0]).max() for j in range(1, 4)) > 0.5
+    assert np.linalg.matrix_rank(trace["concat"]) == 8 and np.linalg.matrix_rank(p.w_q) == 16
+
+
+# ---------------------------------------------------------------------------------------------- the 2-D plane
+def test_coordinates_view_is_the_first_two_columns():
+    rng = np.random.default_rng(0)
+    q, k = rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    q2, k2, kept = plane(q, k, "coords")
+    np.testing.assert_array_equal(q2, q[:, :2])
+    np.testing.assert_array_equal(k2, k[:, :2])
+    both = np.vstack([q, k])
+    assert kept == pytest.approx((both[:, :2] ** 2).sum() / (both**2).sum())
+
+
+@given(st.integers(0, 10_000), st.integers(2, 6))
+def test_best_plane_keeps_the_top_two_eigenvalues_and_beats_the_coordinates(seed, d_k):
+    rng = np.random.default_rng(seed)
+    q, k = rng.normal(size=(5, d_k)), rng.normal(size=(5, d_k))
+    q2, k2, kept = plane(q, k, "pca")
+    both = np.vstack([q, k])
+    eig = np.linalg.eigvalsh(both.T @ both)  # ascending
+    assert kept == pytest.approx(eig[-2:].sum() / eig.sum())
+    assert kept >= plane(q, k, "coords")[2] - 1e-12
+    # An orthonormal basis keeps lengths of what it keeps: projected dot products are q P P^T k.
+    assert (q2**2).sum() + (k2**2).sum() == pytest.approx(kept * (both**2).sum())
+    if d_k == 2:  # the plane is the whole space: dot products exact
+        np.testing.assert_allclose(q2 @ k2.T, q @ k.T, atol=1e-10)
+
+
+def test_plane_refuses_a_bad_view_or_shape():
+    q = np.ones((3, 4))
+    with pytest.raises(ValueError, match="^view: expected"):
+        plane(q, q, "tsne")
+    with pytest.raises(ValueError, match="^q, k: expected"):
+        plane(q[:, :1], q[:, :1])
+
+
+# ---------------------------------------------------------------------------------------------- projection_view
+def test_projection_view_is_what_the_notebook_computes():
+    x, p = lesson_inputs()
+    view = projection_view(h=4, head=1, seed=0)
+    np.testing.assert_array_equal(view["q"], x @ p.w_q_head(1))
+    np.testing.assert_array_equal(view["k"], x @ p.w_k_head(1))
+    _, weights = mha.multi_head_attention_loop(x, x, x, p)
+    np.testing.assert_array_equal(view["weights"], weights[1])
+    assert view["columns"] == (4, 8) and view["d_k"] == 4 and view["tokens"] == EXAMPLE_TOKENS
+
+
+@pytest.mark.parametrize(("kwargs", "name"), [({"head": 4}, "head"), ({"head": -1}, "head"), ({"h": 3}, "h")])
+def test_projection_view_refuses_an_invalid_head_or_h(kwargs, name):
+    with pytest.raises(ValueError, match=f"^{name}: expected"):
+        projection_view(**kwargs)
+
+
+# ---------------------------------------------------------------------------------------------- the explorer
+def offsets(explorer):
+    queries, keys, _, _ = explorer.plane_artists
+    return queries.get_offsets(), keys.get_offsets()
+
+
+def test_explorer_defaults_show_head_zero_of_four():
+    e = projection_explorer()
+    assert isinstance(e, ProjectionExplorer) and e.error is None and e.image.value
+    assert e.values() == {"h": 4, "head": 0, "view": "pca", "shared": False, "seed": 0}
+    view = projection_view()
+    q_off, k_off = offsets(e)
+    np.testing.assert_allclose(q_off, view["q2"])
+    np.testing.assert_allclose(k_off, view["k2"])
+    np.testing.assert_array_equal(e.im.get_array(), view["weights"])
+    assert "(8, 4)" in e.text.value
+
+
+def test_moving_the_head_moves_the_points_and_changes_the_map():
+    e = projection_explorer()
+    png, weights = e.image.value, np.array(e.im.get_array())
+    e.controls["head"].value = 2
+    np.testing.assert_array_equal(e.im.get_array(), projection_view(head=2)["weights"])
+    np.testing.assert_allclose(offsets(e)[0], projection_view(head=2)["q2"])
+    assert not np.allclose(e.im.get_array(), weights) and e.image.value != png
+    assert "head 2" in e.ax_map.get_title()
+
+
+def test_shared_projections_give_every_head_the_same_picture():
+    e = projection_explorer()
+    e.controls["shared"].value = True
+    maps, positions = [], set()
+    for j in range(4):
+        e.controls["head"].value = j
+        maps.append(np.array(e.im.get_array()))
+        positions.add(offsets(e)[0].tobytes())
+    for m in maps[1:]:
+        np.testing.assert_array_equal(m, maps[0])
+    assert len(positions) == 1  # the queries sit in the same places for every head
+    assert "share head 0's W" in e.text.value
+
+
+def test_coordinates_view_plots_the_first_two_coordinates():
+    e = projection_explorer()
+    e.controls["view"].value = "coords"
+    view = projection_view(view="coords")
+    np.testing.assert_allclose(offsets(e)[0], view["q"][:, :2])
+    assert "coordinate 0" in e.ax_plane.get_xlabel()
+
+
+def test_h_offers_only_heads_with_a_plane_and_the_head_control_follows():
+    e = projection_explorer()
+    assert tuple(e.controls["h"].options) == HEADS == (1, 2, 4, 8)
+    e.set(head=3)
+    e.controls["h"].value = 8
+    assert tuple(e.controls["head"].options) == tuple(range(8)) and e.controls["head"].value == 3
+    e.controls["h"].value = 2  # head 3 no longer exists: the nearest valid one is 1
+    assert e.controls["head"].value == 1 and e.error is None
+    assert e.data["d_k"] == 8 and "(8, 8)" in e.text.value
+
+
+def test_seed_changes_the_weights_but_not_the_tokens():
+    e = projection_explorer()
+    before = np.array(e.im.get_array())
+    e.controls["seed"].value = 5
+    np.testing.assert_array_equal(e.im.get_array(), projection_view(seed=5)["weights"])
+    assert not np.allclose(before, e.im.get_array())
+
+
+def test_the_blitted_picture_matches_a_full_redraw():
+    e = projection_explorer()
+    e.set(h=8, head=3, view="coords")  # every moving part has moved, the map's title too
+    blit = np.asarray(Image.open(io.BytesIO(e.image.value)).convert("RGBA")).astype(int)
+    for artist in e.moving:  # draw everything the normal way, once
+        artist.set_animated(False)
+    e.canvas.draw()
+    full = np.asarray(e.canvas.buffer_rgba()).astype(int)
+    height = full.shape[0]
+    boxes = [ax.bbox.extents for ax in e.figure.axes] + [e.ax_map.title.get_window_extent().extents]
+    for x0, y0, x1, y1 in boxes:  # inside each panel and the title; the frames are drawn twice when blitting
+        rows, cols = slice(int(height - y1) + 3, int(height - y0) - 3), slice(int(x0) + 3, int(x1) - 3)
+        inside = np.abs(blit[rows, cols] - full[rows, cols]).max(axis=-1) > 40
+        assert inside.mean() < 0.001, f"box at {x0:.0f},{y0:.0f} differs in {inside.mean():.2%} of its pixels"
