@@ -3,15 +3,19 @@ plane, and the projection explorer: moving a control changes exactly what it sho
 
 import dataclasses
 import io
+import itertools
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 from PIL import Image
 
 import mha_lesson as mha
 from mha_lesson.embeddings import EXAMPLE_TOKENS, random_token_embeddings
+from mha_lesson.plots.projections import set_token_plane, token_plane
 from mha_lesson.widgets import divisors
 from mha_lesson.widgets.projections import (
     EMBEDDING_SCALE,
@@ -147,6 +151,24 @@ def test_plane_refuses_a_bad_view_or_shape():
         plane(q, q, "tsne")
     with pytest.raises(ValueError, match="^q, k: expected"):
         plane(q[:, :1], q[:, :1])
+
+
+@pytest.mark.parametrize("dpi", [72, 100])
+def test_labels_of_points_that_nearly_coincide_do_not_cover_each_other(dpi):
+    fig = Figure(dpi=dpi)
+    canvas, ax = FigureCanvasAgg(fig), fig.subplots()
+    artists = token_plane(ax, ("my", "old", "warm", "the"))
+    q2 = np.array([[1.0, 1.0], [1.0, 1.0], [1.02, 1.01], [-2.0, -2.0]])  # three queries on one spot
+    set_token_plane(ax, artists, q2, q2 + 0.01)  # and their keys right next to them
+    canvas.draw()
+    labels = artists[2] + artists[3]
+    boxes = [t.get_window_extent(canvas.get_renderer()) for t in labels]  # as rendered, in pixels
+    pairs = itertools.combinations(range(len(labels)), 2)
+    covered = [(labels[i].get_text(), labels[j].get_text()) for i, j in pairs if boxes[i].overlaps(boxes[j])]
+    assert not covered
+    for label, box in zip(labels, boxes, strict=True):  # each label stays within a few lines of its marker
+        x, y = ax.transData.transform(label.xy)
+        assert abs(box.y0 - y) < 60 * dpi / 72 and 0 <= box.x0 - x < 10 * dpi / 72
 
 
 # ---------------------------------------------------------------------------------------------- projection_view

@@ -53,6 +53,10 @@ def column_blocks(
     return im
 
 
+_Q_OFFSET, _K_OFFSET = (3, 2), (3, -2)  # label offsets in points: queries above right, keys below right
+_LINE, _WIDTH = 11, 26  # a label's height and a typical word's width, in points (fontsize 9)
+
+
 def token_plane(
     ax: Axes, tokens: Sequence[str]
 ) -> tuple[PathCollection, PathCollection, list[Annotation], list[Annotation]]:
@@ -61,9 +65,11 @@ def token_plane(
     queries = ax.scatter(np.zeros(n), np.zeros(n), marker="o", s=40, color="C0", label="query (a row of $Q_i$)")
     keys = ax.scatter(np.zeros(n), np.zeros(n), marker="^", s=48, color="C1", label="key (a row of $K_i$)")
     # Labels sit a few points off their marker: queries above right, keys below right.
-    q_text = [ax.annotate(t, (0, 0), xytext=(3, 2), textcoords="offset points", color="C0", fontsize=9) for t in tokens]
+    q_text = [
+        ax.annotate(t, (0, 0), xytext=_Q_OFFSET, textcoords="offset points", color="C0", fontsize=9) for t in tokens
+    ]
     k_text = [
-        ax.annotate(t, (0, 0), xytext=(3, -2), textcoords="offset points", color="C1", fontsize=9, va="top")
+        ax.annotate(t, (0, 0), xytext=_K_OFFSET, textcoords="offset points", color="C1", fontsize=9, va="top")
         for t in tokens
     ]
     ax.axhline(0, color="0.8", linewidth=0.8, zorder=0)
@@ -89,3 +95,19 @@ def set_token_plane(
     lim = 1.35 * max(float(np.abs(np.concatenate([q2, k2])).max()), 1e-9)
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
+    spread_labels(ax, q_text, k_text)
+
+
+def spread_labels(ax: Axes, q_text: list[Annotation], k_text: list[Annotation]) -> None:
+    """Move a label a line up (queries) or down (keys) while it would cover a label already placed."""
+    points = 72 / ax.figure.dpi  # pixels -> points
+    placed: list[tuple[float, float]] = []  # (x, y) of each placed label's corner, in points
+    for label, (dx, dy) in [*((t, _Q_OFFSET) for t in q_text), *((t, _K_OFFSET) for t in k_text)]:
+        x, y = ax.transData.transform(label.xy) * points
+        step = _LINE if dy > 0 else -_LINE
+        for _ in range(4):  # at most a few lines away, so a label stays next to its marker
+            if not any(abs(x + dx - px) < _WIDTH and abs(y + dy - py) < _LINE for px, py in placed):
+                break
+            dy += step
+        label.xyann = (dx, dy)
+        placed.append((x + dx, y + dy))
