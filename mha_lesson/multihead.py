@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ._blas import one_blas_thread
 from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_finite, check_mask, check_memory
 from .attention import attend, softmax
+from .cost import flop_count
 from .heads import split_heads
 from .projections import MHAParams
 
@@ -15,6 +20,8 @@ from .projections import MHAParams
 # bytes, so that scores, exp() and the weighted sum stay in cache instead of streaming h*n^2 numbers
 # through memory several times. Small inputs (every lesson) fit in one block: fully vectorised.
 BLOCK_BYTES = 8 * 2**20
+# Below this many FLOPs (every lesson, one MiniLM sentence) one BLAS thread is faster: see _blas.
+SMALL_WORK_FLOPS = 50_000_000
 
 
 def _check_inputs(
@@ -68,16 +75,34 @@ def multi_head_attention(
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Batched MHA: q (..., n_q, d_model), k, v (..., n_kv, d_model) -> ((..., n_q, d_model), (..., h, n_q, n_kv)).
 
-    mask is boolean, True = may attend, broadcastable to (..., h, n_q, n_kv). A query with no
+    mask is boolean, True = may attend, broadcastable to (..., h, n_q, n_kv): a 3-D mask is read as
+    (h, n_q, n_kv), so give a per-sequence mask the shape (batch, 1, n_q, n_kv). A query with no
     allowed key gets all-zero weights and a zero head output; PyTorch returns NaN there.
     With need_weights=False the weights are not kept (None is returned in their place).
     Raises ValueError before allocating when the weights would exceed max_bytes.
     """
     q, k, v, lead, mask = _check_inputs(q, k, v, params, mask)
-    h, d_k, d = params.h, params.d_k, params.d_model
     n_q, n_kv = q.shape[-2], k.shape[-2]
     dtype = np.result_type(q, k, v, params.dtype)
-    check_memory("q, k", (*lead, h, n_q, n_kv) if need_weights else (h, n_q, n_kv), dtype, max_bytes)
+    check_memory("q, k", (*lead, params.h, n_q, n_kv) if need_weights else (params.h, n_q, n_kv), dtype, max_bytes)
+    flops = math.prod(lead) * flop_count(n_q, n_kv, params.d_model, params.h)["total"] if n_q and n_kv else 0
+    with one_blas_thread() if flops < SMALL_WORK_FLOPS else contextlib.nullcontext():
+        return _forward(q, k, v, params, mask, lead, dtype, need_weights)
+
+
+def _forward(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    params: MHAParams,
+    mask: np.ndarray | None,
+    lead: tuple[int, ...],
+    dtype: np.dtype,
+    need_weights: bool,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """multi_head_attention after its checks: the five steps, batched over heads."""
+    h, d_k, d = params.h, params.d_k, params.d_model
+    n_q, n_kv = q.shape[-2], k.shape[-2]
 
     # Steps 1-2: one (d_model, d_model) matmul projects every head at once, because W^Q is the
     # side-by-side concatenation of the W_i^Q. Scaling Q by 1/sqrt(d_k) here costs n*d, not n^2.
@@ -97,11 +122,20 @@ def multi_head_attention(
     else:
         per_block = max(1, BLOCK_BYTES // block_bytes)
         blocks = [(*idx, slice(i, i + per_block)) for idx in np.ndindex(lead) for i in range(0, h, per_block)]
-    for blk in blocks:
+
+    def run(blk: tuple) -> None:
         out, w = attend(Qh[blk], Kh[blk], Vh[blk], None if mask is None else mask[blk], need_weights)
-        heads[blk] = out
+        heads[blk] = out  # blocks are disjoint slices, so threads never write the same memory
         if weights is not None:
             weights[blk] = w
+
+    if len(blocks) == 1:
+        run(blocks[0])
+    else:
+        # numpy's softmax passes (max, exp, sum) use one core. Independent blocks on every core, each
+        # with a one-thread BLAS, keep all cores busy through the whole attention step.
+        with one_blas_thread(), ThreadPoolExecutor(os.cpu_count()) as pool:
+            list(pool.map(run, blocks))
 
     # Steps 4-5: concatenated heads (..., n_q, d_model), then W^O mixes them.
     output = _project(concat.reshape(*lead, n_q, d), params.w_o, params.b_o)
