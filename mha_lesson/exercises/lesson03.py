@@ -1,0 +1,93 @@
+"""Exercise checks for lesson 3 (scaled dot-product attention per head)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..multihead import multi_head_attention
+from ..toy import MAX_LEN, PREVIOUS, TOKENS, toy_embeddings, toy_params, toy_weights
+from ._base import Feedback, right, wrong
+
+# Exercise 1: q has variance VAR_Q per component, k has VAR_K, d_k = D_K.
+D_K, VAR_Q, VAR_K = 64, 2.0, 3.0
+# Exercise 3: the query position asked about (the second "the").
+COREF_QUERY = 3
+
+
+def _number(answer: object) -> float | None:
+    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
+        return None
+    return float(answer)
+
+
+def check_score_variance(answer: object) -> Feedback:
+    """Exercise 1: Var(q.k) for d_k = 64 independent components, Var(q_j) = 2, Var(k_j) = 3, all mean 0."""
+    if answer is None:
+        return wrong("Replace None with a number: the variance of q·k.")
+    value = _number(answer)
+    if value is None:
+        return wrong(f"Expected a number, got a {type(answer).__name__}.")
+    expected = D_K * VAR_Q * VAR_K
+    if math.isclose(value, expected, rel_tol=1e-9):
+        return right(
+            f"each product q_j k_j has variance {VAR_Q:g} × {VAR_K:g}, and {D_K} independent ones add up. "
+            f"Dividing by √{expected:g} (not √d_k) would bring these scores back to variance 1."
+        )
+    if math.isclose(value, D_K, rel_tol=1e-9):
+        return wrong("That is the answer for unit-variance components. What is the variance of one product q_j k_j?")
+    if math.isclose(value, D_K * (VAR_Q + VAR_K), rel_tol=1e-9):
+        return wrong("For independent, mean-zero factors, the variance of a product is not the sum of the variances.")
+    if math.isclose(value, VAR_Q * VAR_K, rel_tol=1e-9):
+        return wrong("That is the variance of one product q_j k_j. How many such products does q·k add up?")
+    return wrong("Write q·k as a sum of d_k products; find the variance of one product, then of the sum.")
+
+
+def check_next_token_shift(shift: object) -> Feedback:
+    """Exercise 2: a matrix for toy_params(shift=...) that makes head 0 attend to the NEXT token."""
+    if shift is None:
+        return wrong(f"Replace None with a ({MAX_LEN}, {MAX_LEN}) matrix, built like toy.PREVIOUS.")
+    try:
+        params = toy_params(shift=shift)
+    except (ValueError, TypeError) as exc:
+        return wrong(f"toy_params could not use it: {exc}")
+    if np.array_equal(np.asarray(shift, dtype=float), PREVIOUS):
+        return wrong("That is still toy.PREVIOUS, the previous-token head. Change which column row i points at.")
+    x = toy_embeddings()
+    weights = multi_head_attention(x, x, x, params)[1][0]  # head 0: (n, n)
+    n = len(TOKENS)
+    on_next = weights[np.arange(n - 1), np.arange(1, n)]
+    if (on_next > 0.9).all():
+        return right(
+            f"every query i < {n - 1} now puts at least {on_next.min():.3f} of its weight on key i + 1. "
+            "The last token has no next one: its query is zero, so its row is uniform."
+        )
+    worst = int(np.argmin(on_next))
+    return wrong(
+        f"Query {worst} puts only {on_next[worst]:.2f} on key {worst + 1}. Row i of the matrix lists the key "
+        "positions query i looks for: which entry of row i should be 1?"
+    )
+
+
+def check_causal_coref(answer: object) -> Feedback:
+    """Exercise 3: with a causal mask, which key gets most of the co-reference head's weight from query 3?"""
+    if answer is None:
+        return wrong("Replace None with a key position (an integer from 0 to 10).")
+    value = _number(answer)
+    if value is None or value != int(value):
+        return wrong(f"Expected an integer key position, got {answer!r}.")
+    row = toy_weights(causal=True)[1][COREF_QUERY]  # head 1, query 3
+    best = int(np.argmax(row))
+    if int(value) == best:
+        return right(
+            f"key {best} ('{TOKENS[best]}') gets {row[best]:.3f}. The mask hides the later 'the's at 6 and 9, "
+            "and the head marks down the query's own position, so only the earlier occurrence is left."
+        )
+    if int(value) == COREF_QUERY:
+        return wrong(
+            "That is the query itself. The head marks its own position down: is there another 'the' it may see?"
+        )
+    if int(value) > COREF_QUERY:
+        return wrong("A causal mask hides every key after the query. Look only at positions 0 to 3.")
+    return wrong("The co-reference head looks for the same word. Which earlier token is also 'the'?")

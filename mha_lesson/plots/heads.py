@@ -1,0 +1,117 @@
+"""Figures for lessons 3-5: updating per-head heatmaps, matrices with head blocks, per-head bar charts.
+
+Also the numbers behind lesson 4's "concatenate, do not sum": how well each head's output can be
+recovered from the concatenation and from the sum of the heads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.container import BarContainer
+from matplotlib.image import AxesImage
+
+
+def set_heatmaps(images: Sequence[AxesImage], weights: np.ndarray, titles: Sequence[str]) -> None:
+    """Put weights (h, n_q, n_kv) into existing heatmaps, resizing them when n changed."""
+    n_q, n_kv = weights.shape[-2:]
+    for im, w, title in zip(images, weights, titles, strict=True):
+        im.set_data(w)
+        im.set_extent((-0.5, n_kv - 0.5, n_q - 0.5, -0.5))  # rows = queries from the top
+        im.axes.set_xlim(-0.5, n_kv - 0.5)
+        im.axes.set_ylim(n_q - 0.5, -0.5)
+        im.axes.set_title(title)
+
+
+def matrix_image(
+    ax: Axes,
+    m: np.ndarray,
+    *,
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    col_edges: Sequence[int] = (),
+    row_edges: Sequence[int] = (),
+    colorbar_label: str = "value",
+    vmax: float | None = None,
+) -> AxesImage:
+    """Show a matrix on a diverging colour scale centred on 0, with lines before the given columns and rows.
+
+    col_edges / row_edges: indices where a new block starts (e.g. range(d_k, d_model, d_k) for heads).
+    """
+    m = np.asarray(m)
+    if m.ndim != 2:
+        raise ValueError(f"m: expected a 2-D matrix, got shape {m.shape}")
+    if vmax is None:
+        vmax = float(np.abs(m).max()) or 1.0  # an all-zero matrix still needs a valid colour range
+    im = ax.imshow(m, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if row_labels is not None:
+        ax.set_yticks(range(m.shape[0]), list(row_labels))
+    if col_labels is not None:
+        ax.set_xticks(range(m.shape[1]), list(col_labels), rotation=90)
+    for edge in col_edges:
+        ax.axvline(edge - 0.5, color="k", lw=1)
+    for edge in row_edges:
+        ax.axhline(edge - 0.5, color="k", lw=1)
+    ax.figure.colorbar(im, ax=ax, label=colorbar_label, shrink=0.85)
+    return im
+
+
+def labelled_bars(
+    ax: Axes, labels: Sequence[str], values: Sequence[float], *, title: str, xlabel: str, ylabel: str
+) -> BarContainer:
+    """One bar per label."""
+    bars = ax.bar(range(len(values)), values, color="C0")
+    ax.set_xticks(range(len(values)), list(labels))
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    return bars
+
+
+def recovery_errors(heads: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
+    """Relative error of recovering each head (m, d_k) from the concatenation and from the sum, arrays (h,).
+
+    concat: head i is read back as columns i*d_k:(i+1)*d_k of the concatenation.
+    sum: the best possible linear read-out, B_i = argmin ||S B - head_i|| with S = sum of the heads,
+    fitted by least squares on these very rows (so the error is a lower bound for any linear decoder).
+    Relative error = ||recovered - head_i|| / ||head_i|| (Frobenius norms).
+    """
+    heads = [np.asarray(x, dtype=float) for x in heads]
+    if len(heads) < 2 or any(x.ndim != 2 or x.shape != heads[0].shape for x in heads):
+        raise ValueError(f"heads: expected at least two (m, d_k) arrays of one shape, got {[x.shape for x in heads]}")
+    d_k = heads[0].shape[1]
+    concat = np.concatenate(heads, axis=1)  # (m, h*d_k)
+    total = np.sum(heads, axis=0)  # (m, d_k)
+    err_concat, err_sum = [], []
+    for i, head in enumerate(heads):
+        norm = np.linalg.norm(head)
+        err_concat.append(np.linalg.norm(concat[:, i * d_k : (i + 1) * d_k] - head) / norm)
+        b, *_ = np.linalg.lstsq(total, head, rcond=None)  # (d_k, d_k)
+        err_sum.append(np.linalg.norm(total @ b - head) / norm)
+    return {"concat": np.array(err_concat), "sum": np.array(err_sum)}
+
+
+def recovery_bars(ax: Axes, errors: dict[str, np.ndarray]) -> None:
+    """Grouped bars: per head, the relative recovery error from the concatenation and from the sum."""
+    h = len(errors["concat"])
+    x = np.arange(h)
+    for shift, key, colour, label in (
+        (-0.2, "concat", "C2", "from the concatenation (a slice)"),
+        (0.2, "sum", "C3", "from the sum (best linear read-out)"),
+    ):
+        bars = ax.bar(x + shift, errors[key], width=0.4, color=colour, label=label)
+        ax.bar_label(bars, fmt="%.2f", fontsize=8)  # a zero-height bar still shows its 0.00
+    ax.set_xticks(x, [f"head {i}" for i in range(h)])
+    ax.set_ylim(0, 1.1)
+    ax.set_title("can each head be read back?")
+    ax.set_xlabel("head")
+    ax.set_ylabel("relative error ‖recovered − head‖ / ‖head‖")
+    ax.legend(loc="upper right", fontsize=8)

@@ -1,0 +1,184 @@
+"""Lesson 5's ablation explorer: switch one head off (zero its block of W^O) and see how the output moves.
+
+Because concat(heads) W^O = sum_i head_i W^O_i, switching head i off changes the output by exactly
+head_i W^O_i: the explorer shows that difference and, for every head, how large it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+
+from ..multihead import multi_head_attention, multi_head_attention_loop
+from ..plots.heads import labelled_bars
+from ..projections import init_params
+from ..toy import HEAD_NAMES, TOKENS, toy_embeddings, toy_params
+from ._base import Explorer, divisors
+from .attention_maps import SOURCES, Blitter, fixed_margins
+
+D_MODEL, N = 64, 11  # random inputs: the toy's sizes, so both sources fill the same picture
+HEADS = tuple(d for d in divisors(D_MODEL) if d <= 16)
+NONE = -1  # value of the "switch off" control when every head is on
+
+
+def ablation(source: str = "toy sentence", h: int = 4, seed: int = 0, off: int = NONE) -> dict[str, Any]:
+    """Output of self-attention with every head on, and with each head switched off in turn.
+
+    Returns out (n, d_model); changes (h,) = ||out - out without head i|| / ||out|| (Frobenius);
+    delta (n, d_model) = out - out without head `off` (zeros when off = -1); contribution = head_off W^O_off
+    from the loop's trace (equal to delta); tokens (None for random inputs); names of the heads.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"source: expected one of {SOURCES}, got {source!r}")
+    if source == "toy sentence":
+        x, params, tokens = toy_embeddings(), toy_params(), TOKENS
+        names = tuple(f"head {i} ({name})" for i, name in enumerate(HEAD_NAMES))
+    else:
+        if h not in HEADS:
+            raise ValueError(f"h: expected one of {HEADS} (divisors of d_model={D_MODEL}), got {h!r}")
+        x = np.random.default_rng(seed).standard_normal((N, D_MODEL))  # (n, d_model)
+        params, tokens, names = init_params(D_MODEL, h, seed=seed), None, tuple(f"head {i}" for i in range(h))
+    if isinstance(off, bool) or not isinstance(off, (int, np.integer)) or not NONE <= off < params.h:
+        raise ValueError(f"off: expected -1 (none) or a head index below h={params.h}, got {off!r}")
+    out, _, trace = multi_head_attention_loop(x, x, x, params, return_trace=True)
+    norm = np.linalg.norm(out)
+    without = [multi_head_attention(x, x, x, params.without_heads([i]), need_weights=False)[0] for i in range(params.h)]
+    changes = np.array([np.linalg.norm(out - o) / norm for o in without])
+    if off == NONE:
+        delta = contribution = np.zeros_like(out)
+    else:
+        delta = out - without[off]
+        contribution = trace["head_i"][off] @ params.w_o_head(off)  # (n, d_k) @ (d_k, d_model)
+    return {
+        "source": source,
+        "out": out,
+        "changes": changes,
+        "off": off,
+        "delta": delta,
+        "contribution": contribution,
+        "tokens": tokens,
+        "names": names,
+        "h": params.h,
+    }
+
+
+def describe(data: dict[str, Any]) -> str:
+    """One line about the selected ablation."""
+    if data["off"] == NONE:
+        biggest = int(np.argmax(data["changes"]))
+        return (
+            f"All {data['h']} heads on. Pick a head to switch off; the bars show every choice: the largest "
+            f"change comes from {data['names'][biggest]} ({data['changes'][biggest]:.0%} of the output's size)."
+        )
+    i = data["off"]
+    gap = float(np.abs(data["delta"] - data["contribution"]).max())
+    return (
+        f"Switching off {data['names'][i]} changes the output by {data['changes'][i]:.0%} of its size "
+        f"(‖Δ‖/‖out‖). Δ = out − out(without head {i}) equals head_{i} W^O_{i} from the trace "
+        f"(largest difference {gap:.1e})."
+    )
+
+
+class AblationExplorer(Explorer):
+    """Controls source, h, seed and the head to switch off -> bars of every head's effect, and the change."""
+
+    def __init__(self, source: str = "toy sentence", h: int = 4, seed: int = 0, off: int = 0) -> None:
+        start_h = 4 if source == "toy sentence" else h
+        controls = {
+            "source": widgets.ToggleButtons(options=SOURCES, value=source, description="input"),
+            "h": widgets.SelectionSlider(options=HEADS, value=h, description="h (random)"),
+            "seed": widgets.IntSlider(value=seed, min=0, max=20, description="seed", continuous_update=False),
+            "off": widgets.ToggleButtons(options=self.off_options(start_h), value=off, description="switch off"),
+        }
+        controls["off"].style.button_width = "4.5em"
+        self.text = widgets.HTML()
+        self.layout_key: tuple | None = None
+        super().__init__(controls, figsize=(11, 3.6), dpi=80)
+        self.add_readout(self.text)
+        # Observers run in registration order: fix the "switch off" options before the redraw.
+        for name in ("source", "h"):
+            self.controls[name].unobserve(self._on_change, names="value")
+            self.controls[name].observe(self.update_off_options, names="value")
+            self.controls[name].observe(self._on_change, names="value")
+        self.update_off_options()
+
+    @staticmethod
+    def off_options(h: int) -> list[tuple[str, int]]:
+        """(label, value) pairs: none, then every head."""
+        return [("none", NONE)] + [(str(i), i) for i in range(h)]
+
+    def update_off_options(self, change: dict | None = None) -> None:
+        """Offer only existing heads; grey out what the toy sentence fixes."""
+        toy = self.controls["source"].value == "toy sentence"
+        h = 4 if toy else self.controls["h"].value
+        self.controls["h"].disabled = self.controls["seed"].disabled = toy
+        off = self.controls["off"]
+        if len(off.options) != h + 1:
+            current = off.value
+            with self.hold():
+                off.options = self.off_options(h)
+                off.value = current if current < h else NONE
+
+    def setup(self, fig: Figure) -> None:
+        """Bars of every head's effect on the left, the selected change on the right."""
+        # Fixed margins (inches): constrained layout would measure every label again at each change.
+        fixed_margins(fig, left=0.75, right=0.1, top=0.35, bottom=0.55, wspace=0.22)
+        self.ax_bars, self.ax_delta = fig.subplots(1, 2, width_ratios=(1, 2.2))
+        self.im = self.ax_delta.imshow(np.zeros((N, D_MODEL)), cmap="RdBu_r", aspect="auto", interpolation="nearest")
+        self.figure.colorbar(self.im, ax=self.ax_delta, label="change (units of the output)", shrink=0.85)
+        self.ax_delta.set_xlabel("output feature (column of out)")
+        self.ax_delta.set_ylabel("token (query position)")
+        self.im.set_animated(True)
+        self.ax_delta.title.set_animated(True)
+        self.blitter = Blitter(self.canvas, size=4)
+
+    def compute(self, source: str, h: int, seed: int, off: int) -> dict[str, Any]:
+        """ablation at the controls' values."""
+        return ablation(source, h, seed, off)
+
+    def draw(self, data: dict[str, Any]) -> None:
+        """Update bars (rebuilt when h changes) and the change heatmap."""
+        h, off = data["h"], data["off"]
+        key = (h, data["tokens"] is None)
+        if self.layout_key is None or key[0] != self.layout_key[0]:
+            self.ax_bars.clear()
+            self.bars = labelled_bars(
+                self.ax_bars,
+                [str(i) for i in range(h)],
+                data["changes"],
+                title="effect of switching one head off",
+                xlabel="head switched off",
+                ylabel="‖Δ output‖ / ‖output‖ (ratio)",
+            )
+            for bar in self.bars:
+                bar.set_animated(True)
+        for i, bar in enumerate(self.bars):
+            bar.set_height(data["changes"][i])
+            bar.set_color("C3" if i == off else "C0")
+        self.ax_bars.set_ylim(0, max(1.0, 1.1 * float(data["changes"].max())))
+        delta = data["delta"]
+        self.im.set_data(delta)
+        vmax = float(np.abs(data["out"]).max()) or 1.0  # one scale for all heads: bigger changes look bigger
+        self.im.set_clim(-vmax, vmax)
+        tokens = data["tokens"]
+        if tokens is not None:
+            self.ax_delta.set_yticks(range(len(tokens)), tokens)
+        else:
+            self.ax_delta.set_yticks(range(0, N, 2), [str(i) for i in range(0, N, 2)])
+        what = "every head on: no change" if off == NONE else f"Δ = out − out without {data['names'][off]}"
+        self.ax_delta.set_title(what)
+        self.text.value = describe(data)
+        self.layout_key = key
+
+    def render_png(self) -> bytes:
+        """Blit: the background changes with the bars' number and y-limit, the row labels and the colour scale."""
+        key = (self.layout_key, self.ax_bars.get_ylim(), self.im.get_clim())  # the colour bar shows the clim
+        return self.blitter.render(key, [*self.bars, self.im, self.ax_delta.title])
+
+
+def ablation_explorer(**values: Any) -> AblationExplorer:
+    """The ablation explorer of lesson 5 (keyword arguments set the starting values)."""
+    return AblationExplorer(**values)

@@ -1,0 +1,281 @@
+"""Lesson 3's attention-map explorer: one heatmap per head, for the toy sentence or random inputs."""
+
+from __future__ import annotations
+
+import io
+import math
+from collections import OrderedDict
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.artist import Artist
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from PIL import Image
+
+from .._checks import check_heads
+from ..attention import causal_mask
+from ..multihead import multi_head_attention
+from ..plots.attention import heatmap_grid
+from ..plots.heads import set_heatmaps
+from ..projections import init_params
+from ..toy import HEAD_NAMES, TOKENS, toy_params, toy_weights
+from ._base import Explorer, divisors
+
+SOURCES = ("toy sentence", "random")
+D_MODELS = (8, 16, 32, 64, 128, 256)
+MAX_N = 256  # a 256 x 256 heatmap is still legible as a picture; larger n would be a grey blur
+MAX_HEADS = 16  # more panels than this would be too small to read
+RANDOM_ONLY = ("d_model", "h", "n", "seed")  # controls the toy sentence fixes by construction
+DPI = 80
+
+
+def settle_layout(fig: Figure) -> None:
+    """Run constrained layout once, then keep the axes where it put them.
+
+    Later renders skip the layout pass (measuring every tick label again), which is most of their cost.
+    Call it again whenever the axes themselves change.
+    """
+    fig.set_layout_engine("constrained")
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+
+
+def fixed_margins(fig: Figure, *, left: float, right: float, top: float, bottom: float, **gaps: float) -> None:
+    """Place the subplot grid by margins in inches, with no layout engine (which would measure every label).
+
+    gaps: wspace and hspace, as fractions of the average axes width and height (as in subplots_adjust).
+    """
+    fig.set_layout_engine("none")
+    w, h = fig.get_size_inches()
+    # subplotpars directly: subplots_adjust refuses a figure that was made with constrained layout
+    fig.subplotpars.update(left=left / w, right=1 - right / w, top=1 - top / h, bottom=bottom / h, **gaps)
+
+
+class Blitter:
+    """PNG renders of one canvas that redraw only the artists that move, over cached backgrounds.
+
+    matplotlib's blitting, as in its animations: the moving artists are set animated, so a full draw
+    leaves them out. That background is kept under a key (whatever else changes the picture, such as
+    axis limits; up to `size` keys, the oldest dropped first), and on a later move with a known key it
+    is restored and only the moving artists are drawn on top. Titles and tick labels, most of the cost
+    of a draw, are then drawn once per key instead of once per move.
+    """
+
+    def __init__(self, canvas: FigureCanvasAgg, size: int = 1) -> None:
+        self.canvas, self.size = canvas, size
+        self.backgrounds: OrderedDict[Any, Any] = OrderedDict()
+
+    def render(self, key: Any, artists: list[Artist]) -> bytes:
+        """The figure as PNG bytes, with `artists` (all set animated) drawn over the background for key."""
+        if key in self.backgrounds:
+            self.canvas.restore_region(self.backgrounds[key])
+            self.backgrounds.move_to_end(key)
+        else:
+            self.canvas.draw()  # everything but the animated artists
+            self.backgrounds[key] = self.canvas.copy_from_bbox(self.canvas.figure.bbox)
+            if len(self.backgrounds) > self.size:
+                self.backgrounds.popitem(last=False)
+        for artist in artists:
+            self.canvas.figure.draw_artist(artist)
+        buf = io.BytesIO()
+        # compress_level=1: a third of the default's encoding time, for a somewhat larger file
+        Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
+        return buf.getvalue()
+
+
+def attention_maps(
+    source: str = "random", d_model: int = 64, h: int = 4, n: int = 12, seed: int = 0, causal: bool = False
+) -> dict[str, Any]:
+    """Per-head attention weights (h, n, n) of self-attention on the toy sentence or on random inputs.
+
+    Toy: toy_params() on the toy sentence (d_model, h, n and seed are fixed by the construction).
+    Random: x ~ N(0, 1) of shape (n, d_model) and Glorot-uniform weights, both from seed.
+    Returns weights, tokens (None for random inputs), titles, and the sizes actually used.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"source: expected one of {SOURCES}, got {source!r}")
+    if source == "toy sentence":
+        weights = toy_weights(causal=causal)
+        p = toy_params()
+        titles = [f"head {i}: {name}" for i, name in enumerate(HEAD_NAMES)]
+        return {
+            "weights": weights,
+            "tokens": TOKENS,
+            "titles": titles,
+            "source": source,
+            "d_model": p.d_model,
+            "h": p.h,
+            "d_k": p.d_k,
+            "n": len(TOKENS),
+            "causal": causal,
+        }
+    d_k = check_heads(d_model, h)
+    if h > MAX_HEADS:
+        raise ValueError(f"h: expected at most {MAX_HEADS} heads (panels), got {h}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= MAX_N:
+        raise ValueError(f"n: expected 1 to {MAX_N} tokens, got {n!r}")
+    x = np.random.default_rng(seed).standard_normal((n, d_model))  # (n, d_model)
+    params = init_params(d_model, h, seed=seed)
+    _, weights = multi_head_attention(x, x, x, params, causal_mask(n) if causal else None)
+    return {
+        "weights": weights,
+        "tokens": None,
+        "titles": [f"head {i}" for i in range(h)],
+        "source": source,
+        "d_model": d_model,
+        "h": h,
+        "d_k": d_k,
+        "n": n,
+        "causal": causal,
+    }
+
+
+def describe(data: dict[str, Any]) -> str:
+    """One line saying what the maps show."""
+    w = data["weights"]
+    peak = float(w.max(axis=-1).mean())
+    where = (
+        "the toy sentence with the hand-made heads of mha_lesson.toy"
+        if data["source"] == "toy sentence"
+        else "random x ~ N(0, 1) with Glorot-uniform W^Q, W^K (untrained)"
+    )
+    mask = "causal mask on (a query sees only keys at or before it)" if data["causal"] else "no mask"
+    return (
+        f"{where}: d_model = {data['d_model']}, h = {data['h']}, d_k = {data['d_k']}, n = {data['n']}; {mask}. "
+        f"Mean largest weight per row: {peak:.2f} (uniform would be {1 / data['n']:.2f})."
+    )
+
+
+class AttentionMapExplorer(Explorer):
+    """Controls source, d_model, h, n, seed, causal -> a grid of per-head heatmaps (queries on rows)."""
+
+    def __init__(
+        self,
+        source: str = "random",
+        d_model: int = 64,
+        h: int = 4,
+        n: int = 12,
+        seed: int = 0,
+        causal: bool = False,
+    ) -> None:
+        controls = {
+            "source": widgets.ToggleButtons(options=SOURCES, value=source, description="input"),
+            "d_model": widgets.SelectionSlider(options=D_MODELS, value=d_model, description="d_model"),
+            "h": widgets.SelectionSlider(options=self.head_options(d_model), value=h, description="h"),
+            "n": widgets.IntSlider(value=n, min=1, max=MAX_N, description="n (tokens)", continuous_update=False),
+            "seed": widgets.IntSlider(value=seed, min=0, max=20, description="seed", continuous_update=False),
+            "causal": widgets.Checkbox(value=causal, description="causal mask"),
+        }
+        self.text = widgets.HTML()
+        self.layout_key: tuple | None = None
+        self.grids: dict[tuple, dict[str, Any]] = {}  # one figure per (h, labelled), built on first use
+        super().__init__(controls, figsize=(10, 3.3), dpi=DPI)
+        self.add_readout(self.text)
+        self.follow_d_model()
+        controls["source"].observe(self.enable_controls, names="value")
+        self.enable_controls()
+
+    @staticmethod
+    def head_options(d_model: int) -> list[int]:
+        """Valid h for this d_model: its divisors, up to MAX_HEADS panels."""
+        return [d for d in divisors(d_model) if d <= MAX_HEADS]
+
+    def follow_d_model(self) -> None:
+        """Like Explorer.keep_heads_valid, but offering at most MAX_HEADS heads."""
+
+        def update_options(change: dict) -> None:
+            options = self.head_options(int(change["new"]))
+            current = self.controls["h"].value
+            with self.hold():
+                self.controls["h"].options = options
+                self.controls["h"].value = min(options, key=lambda o: (abs(o - current), o))
+
+        d_model = self.controls["d_model"]
+        # Observers run in registration order: fix h first, then redraw once with a valid pair.
+        d_model.unobserve(self._on_change, names="value")
+        d_model.observe(update_options, names="value")
+        d_model.observe(self._on_change, names="value")
+
+    def enable_controls(self, change: dict | None = None) -> None:
+        """Grey out the sliders the toy sentence ignores."""
+        toy = self.controls["source"].value == "toy sentence"
+        for name in RANDOM_ONLY:
+            self.controls[name].disabled = toy
+
+    def setup(self, fig: Figure) -> None:
+        """Axes are made in draw: their number depends on h."""
+
+    def compute(self, source: str, d_model: int, h: int, n: int, seed: int, causal: bool) -> dict[str, Any]:
+        """attention_maps at the controls' values."""
+        return attention_maps(source, d_model, h, n, seed, causal)
+
+    def draw(self, data: dict[str, Any]) -> None:
+        """Switch to the grid for this h and labelling (built on first use), then update it in place."""
+        key = (data["h"], data["tokens"] is None)
+        if key != self.layout_key:
+            if key not in self.grids:
+                self.grids[key] = self.build(data)
+            # Each grid keeps its own figure, so going back to an earlier h or input costs no rebuild.
+            grid = self.grids[key]
+            self.figure, self.canvas, self.images = grid["figure"], grid["canvas"], grid["images"]
+            self.layout_key = key
+        set_heatmaps(self.images, data["weights"], data["titles"])
+        self.grids[key]["suptitle"].set_text(self.heading(data))
+        self.text.value = describe(data)
+
+    def build(self, data: dict[str, Any]) -> dict[str, Any]:
+        """A new figure with a grid of h heatmaps, laid out by fixed margins (token labels need more room)."""
+        h, labelled = data["h"], data["tokens"] is not None
+        ncols = min(h, 8)
+        rows = math.ceil(h / ncols)
+        panel = min(2.6 if labelled else 2.2, 13.0 / ncols)  # inches per heatmap
+        top = 1.15 if labelled else 0.95  # figure title, panel title, key label, key ticks (rotated words)
+        gap = 0.95  # between rows of panels: their titles and key ticks
+        size = (max(6.0, 1.0 + panel * ncols + 1.3), top + 0.1 + panel * rows + gap * (rows - 1))
+        fig = Figure(figsize=size, dpi=DPI)
+        canvas = FigureCanvasAgg(fig)
+        left = 0.85 if labelled else 0.7
+        fixed_margins(fig, left=left, right=0.05, top=top, bottom=0.1, wspace=0.08, hspace=gap / panel)
+        images = heatmap_grid(fig, data["weights"], data["tokens"], titles=data["titles"], ncols=ncols)
+        suptitle = fig.suptitle("", y=1 - 0.08 / size[1], va="top")
+        animated = [*images, suptitle]  # what changes on a move
+        for i, im in enumerate(images):
+            if i % ncols:  # rows are the same queries in every panel: label them once per row of panels
+                im.axes.tick_params(labelleft=False)
+                im.axes.set_ylabel("")
+            if not labelled:  # positions, not fractions of one; numbered on the first panel of a row only
+                im.axes.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+                im.axes.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+                if i % ncols:  # every panel has the same keys: fewer labels also make a change of n cheaper
+                    im.axes.tick_params(labeltop=False)
+                    im.axes.set_xlabel("")
+            animated.extend(im.axes.spines.values())  # the heatmap covers its frame: draw the frame again
+        for artist in animated:
+            artist.set_animated(True)
+        return {
+            "figure": fig,
+            "canvas": canvas,
+            "images": images,
+            "suptitle": suptitle,
+            "animated": animated,
+            "blitter": Blitter(canvas),
+        }
+
+    def render_png(self) -> bytes:
+        """Blit: a grid's background changes only with n (the axis limits and ticks)."""
+        grid = self.grids[self.layout_key]
+        return grid["blitter"].render(self.data["n"], grid["animated"])
+
+    @staticmethod
+    def heading(data: dict[str, Any]) -> str:
+        """Figure title."""
+        mask = ", causal" if data["causal"] else ""
+        return f"attention weights per head ({data['source']}{mask}): rows = queries, columns = keys"
+
+
+def attention_map_explorer(**values: Any) -> AttentionMapExplorer:
+    """The attention-map explorer of lesson 3 (keyword arguments set the starting values)."""
+    return AttentionMapExplorer(**values)

@@ -1,0 +1,53 @@
+"""Lesson 4's exercise checks accept the solutions and reject typical wrong answers with a hint."""
+
+import numpy as np
+import pytest
+
+from mha_lesson.exercises import lesson04 as ex
+
+
+def test_concat_shape():
+    assert ex.check_concat_shape((7, 512))
+    assert ex.check_concat_shape([7, 512])
+    for wrong in (None, (7, 64), (8, 7, 64), (56, 64), (512, 7), "7x512", 3):
+        result = ex.check_concat_shape(wrong)
+        assert not result and result.message
+
+
+def test_recover_head():
+    def right(concat, i, h):
+        d_k = concat.shape[-1] // h
+        return concat[..., i * d_k : (i + 1) * d_k]
+
+    def off_by_one(concat, i, h):
+        d_k = concat.shape[-1] // h
+        return concat[..., (i + 1) * d_k : (i + 2) * d_k] if i + 1 < h else concat[..., :d_k]
+
+    def fixed_width(concat, i, h):
+        return concat[..., i * 4 : (i + 1) * 4]
+
+    def crashes(concat, i, h):
+        raise RuntimeError("boom")
+
+    def returns_none(concat, i, h):
+        return None
+
+    assert ex.check_recover_head(right)
+    for wrong in (None, off_by_one, fixed_width, crashes, returns_none, 42):
+        result = ex.check_recover_head(wrong)
+        assert not result and result.message
+    assert "RuntimeError" in ex.check_recover_head(crashes).message
+
+
+def test_same_sum():
+    z = np.array([0.0, 1.0, 5.0])
+    assert ex.check_same_sum((ex.HEAD_A + z, ex.HEAD_B - z))
+    assert ex.check_same_sum(([0, 0, 0], [1, 2, 0]))
+    for wrong in (None, (ex.HEAD_A, ex.HEAD_B), ([1, 1, 1], [1, 1, 1]), ([1, 2], [0, 0]), "ab", (1, 2, 3)):
+        result = ex.check_same_sum(wrong)
+        assert not result and result.message
+
+
+@pytest.mark.parametrize("check", [ex.check_concat_shape, ex.check_recover_head, ex.check_same_sum])
+def test_none_gets_a_friendly_hint(check):
+    assert "Replace None" in check(None).message

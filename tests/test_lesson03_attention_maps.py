@@ -1,0 +1,119 @@
+"""Lesson 3's attention-map explorer: its pure compute function and what the controls change."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import mha_lesson as mha
+from mha_lesson import toy
+from mha_lesson.widgets import divisors
+from mha_lesson.widgets.attention_maps import MAX_HEADS, MAX_N, attention_map_explorer, attention_maps
+
+
+def test_toy_source_gives_the_toy_weights_and_labels():
+    data = attention_maps("toy sentence")
+    np.testing.assert_array_equal(data["weights"], toy.toy_weights())
+    assert data["tokens"] == toy.TOKENS and (data["h"], data["d_model"]) == (toy.H, toy.D_MODEL)
+    causal = attention_maps("toy sentence", causal=True)["weights"]
+    assert np.all(np.triu(causal, k=1) == 0)
+
+
+@given(
+    d_model=st.sampled_from([8, 16, 32, 64]),
+    h_index=st.integers(0, 4),
+    n=st.integers(1, 20),
+    seed=st.integers(0, 20),
+    causal=st.booleans(),
+)
+def test_random_source_matches_the_loop(d_model, h_index, n, seed, causal):
+    hs = [d for d in divisors(d_model) if d <= MAX_HEADS]
+    h = hs[h_index % len(hs)]
+    data = attention_maps("random", d_model, h, n, seed, causal)
+    x = np.random.default_rng(seed).standard_normal((n, d_model))
+    p = mha.init_params(d_model, h, seed=seed)
+    _, w = mha.multi_head_attention_loop(x, x, x, p, mha.causal_mask(n) if causal else None)
+    np.testing.assert_allclose(data["weights"], w, atol=1e-12)
+    np.testing.assert_allclose(data["weights"].sum(axis=-1), 1.0)
+    assert data["tokens"] is None and data["d_k"] == d_model // h
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"source": "poem"}, "source"),
+        ({"source": "random", "d_model": 64, "h": 3}, "h"),
+        ({"source": "random", "d_model": 64, "h": 32}, "h"),
+        ({"source": "random", "n": MAX_N + 1}, "n"),
+        ({"source": "random", "n": 0}, "n"),
+    ],
+)
+def test_bad_input_raises(kwargs, name):
+    with pytest.raises(ValueError, match=rf"^{name}:"):
+        attention_maps(**kwargs)
+
+
+def test_explorer_draws_each_head_with_queries_on_rows():
+    e = attention_map_explorer(source="toy sentence")
+    assert e.error is None and len(e.images) == toy.H
+    for im, w in zip(e.images, e.data["weights"], strict=True):
+        np.testing.assert_array_equal(im.get_array(), w)
+        assert [t.get_text() for t in im.axes.get_xticklabels()] == list(toy.TOKENS)  # keys on columns
+        assert "key" in im.axes.get_xlabel()
+    # queries on rows, labelled once per row of panels (every panel has the same queries)
+    first = e.images[0].axes
+    assert [t.get_text() for t in first.get_yticklabels()] == list(toy.TOKENS) and "query" in first.get_ylabel()
+    # the toy fixes d_model, h, n and seed: their sliders are greyed out
+    assert all(e.controls[c].disabled for c in ("d_model", "h", "n", "seed"))
+    png = e.image.value
+    e.controls["causal"].value = True
+    assert e.image.value != png and np.all(np.triu(e.images[1].get_array(), k=1) == 0)
+
+
+def test_random_controls_change_the_maps():
+    e = attention_map_explorer()
+    assert e.data["source"] == "random" and not e.controls["n"].disabled
+    first = e.images[0].get_array().copy()
+    e.controls["seed"].value = 5
+    assert not np.array_equal(e.images[0].get_array(), first)
+    images = list(e.images)
+    e.controls["n"].value = 40  # same layout: the images are updated in place, not rebuilt
+    assert e.images == images and e.images[0].get_array().shape == (40, 40)
+    e.controls["h"].value = 8
+    assert len(e.images) == 8
+
+
+def test_h_only_offers_divisors_of_d_model_up_to_the_panel_cap():
+    e = attention_map_explorer()
+    for d_model in (256, 8, 16):
+        e.controls["d_model"].value = d_model
+        options = list(e.controls["h"].options)
+        assert options == [d for d in divisors(d_model) if d <= MAX_HEADS]
+        assert e.controls["h"].value in options and e.error is None
+        assert e.data["d_model"] % e.data["h"] == 0
+
+
+def test_largest_values_drop_the_token_labels():
+    e = attention_map_explorer()
+    e.set(d_model=256, h=16, n=MAX_N, causal=True)
+    assert e.error is None and len(e.images) == 16
+    assert e.images[0].get_array().shape == (MAX_N, MAX_N)
+    assert len(e.images[0].axes.texts) == 0  # no per-cell annotations
+    assert all(label.get_text().lstrip("−-").isdigit() for label in e.images[0].axes.get_yticklabels())
+
+
+def fresh_png(explorer):
+    """Render again with every cached background dropped: what a full redraw shows."""
+    for grid in explorer.grids.values():
+        grid["blitter"].backgrounds.clear()
+    return explorer.render_png()
+
+
+@pytest.mark.parametrize(
+    "moves", [{"seed": 3}, {"causal": True}, {"d_model": 128}, {"source": "toy sentence"}, {"h": 8}, {"n": 30}]
+)
+def test_blitted_moves_show_the_same_picture_as_a_full_redraw(moves):
+    e = attention_map_explorer()
+    e.set(**moves)
+    e.set(source="random", seed=4)  # a second move, often drawn over a cached background
+    assert e.image.value == fresh_png(e)

@@ -1,0 +1,153 @@
+"""Lesson 5: the W^O block identity, ablation by without_heads, loop vs batched, and the ablation explorer."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import mha_lesson as mha
+from mha_lesson import toy
+from mha_lesson.widgets.ablation import NONE, ablation, ablation_explorer
+
+SIZES = st.sampled_from([(8, 2), (12, 3), (16, 4), (32, 8), (6, 1)])
+
+
+def setup(d_model, h, n, seed, bias=False):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d_model))
+    p = mha.init_params(d_model, h, bias=bias, seed=seed)
+    if bias:  # init_params starts biases at 0; give them values so that they matter
+        p = dataclasses.replace(p, **{b: rng.normal(size=d_model) for b in ("b_q", "b_k", "b_v", "b_o")})
+    return x, p
+
+
+@given(SIZES, st.integers(1, 8), st.integers(0, 100), st.booleans())
+def test_concat_times_w_o_is_the_sum_of_head_blocks(size, n, seed, bias):
+    x, p = setup(*size, n, seed, bias)
+    out, _, trace = mha.multi_head_attention_loop(x, x, x, p, return_trace=True)
+    blocks = sum(trace["head_i"][i] @ p.w_o_head(i) for i in range(p.h))
+    np.testing.assert_allclose(trace["concat"] @ p.w_o, blocks, atol=1e-12)
+    # the block is literally rows i*d_k:(i+1)*d_k of W^O, checked by an explicit triple loop
+    d_k = p.d_k
+    for i in range(p.h):
+        term = np.zeros((n, p.d_model))
+        for a in range(n):
+            for c in range(p.d_model):
+                term[a, c] = sum(trace["head_i"][i][a, j] * p.w_o[i * d_k + j, c] for j in range(d_k))
+        np.testing.assert_allclose(term, trace["head_i"][i] @ p.w_o_head(i), atol=1e-12)
+    np.testing.assert_allclose(out, blocks + (0 if p.b_o is None else p.b_o), atol=1e-12)
+
+
+@given(SIZES, st.integers(0, 100), st.data())
+def test_switching_heads_off_removes_exactly_their_terms(size, seed, data):
+    x, p = setup(*size, 5, seed, bias=True)
+    off = data.draw(st.sets(st.integers(0, p.h - 1)))
+    out, _, trace = mha.multi_head_attention_loop(x, x, x, p, return_trace=True)
+    out_without = mha.multi_head_attention(x, x, x, p.without_heads(off))[0]
+    removed = sum((trace["head_i"][i] @ p.w_o_head(i) for i in off), np.zeros_like(out))
+    np.testing.assert_allclose(out - out_without, removed, atol=1e-12)
+
+
+def test_all_heads_off_leaves_only_the_output_bias():
+    x, p = setup(8, 2, 4, 0, bias=True)
+    out = mha.multi_head_attention(x, x, x, p.without_heads(range(p.h)))[0]
+    np.testing.assert_allclose(out, np.broadcast_to(p.b_o, out.shape), atol=1e-14)
+
+
+def test_value_times_output_block_has_rank_at_most_d_k():
+    _, p = setup(16, 4, 1, 0)
+    for i in range(p.h):
+        ov = p.w_v_head(i) @ p.w_o_head(i)
+        assert ov.shape == (16, 16) and np.linalg.matrix_rank(ov) <= p.d_k
+
+
+@given(SIZES, st.integers(1, 9), st.integers(0, 100), st.booleans())
+def test_loop_batched_and_four_line_versions_agree(size, n, seed, causal):
+    x, p = setup(*size, n, seed)
+    mask = mha.causal_mask(n) if causal else None
+    out_loop, w_loop = mha.multi_head_attention_loop(x, x, x, p, mask)
+    out_fast, w_fast = mha.multi_head_attention(x, x, x, p, mask)
+    np.testing.assert_allclose(out_fast, out_loop, atol=1e-12)
+    np.testing.assert_allclose(w_fast, w_loop, atol=1e-12)
+    # the lesson's four lines: one projection, split_heads, all heads at once, merge_heads
+    qh, kh, vh = (mha.split_heads(x @ w, p.h) for w in (p.w_q, p.w_k, p.w_v))
+    heads, w4 = mha.scaled_dot_product_attention(qh, kh, vh, mask)
+    np.testing.assert_allclose(mha.merge_heads(heads) @ p.w_o, out_loop, atol=1e-12)
+    for i in range(p.h):
+        np.testing.assert_allclose(qh[i], x @ p.w_q_head(i), atol=1e-12)
+
+
+@pytest.mark.parametrize("source", ["toy sentence", "random"])
+def test_ablation_numbers_against_an_independent_computation(source):
+    data = ablation(source, h=4, seed=0, off=2)
+    if source == "toy sentence":
+        x, p = toy.toy_embeddings(), toy.toy_params()
+    else:
+        x = np.random.default_rng(0).standard_normal((11, 64))
+        p = mha.init_params(64, 4, seed=0)
+    out = mha.multi_head_attention_loop(x, x, x, p)[0]
+    np.testing.assert_allclose(data["out"], out, atol=1e-12)
+    for i in range(4):
+        # zero head i's rows of W^O by hand
+        w_o = p.w_o.copy()
+        w_o[i * p.d_k : (i + 1) * p.d_k] = 0
+        other = mha.multi_head_attention_loop(x, x, x, dataclasses.replace(p, w_o=w_o))[0]
+        assert data["changes"][i] == pytest.approx(np.linalg.norm(out - other) / np.linalg.norm(out))
+    np.testing.assert_allclose(data["delta"], data["contribution"], atol=1e-12)
+
+
+def test_toy_ablation_only_touches_the_heads_own_columns():
+    for i in range(toy.H):
+        delta = ablation("toy sentence", off=i)["delta"]
+        own = slice(i * toy.D_K, (i + 1) * toy.D_K)
+        assert np.abs(delta[:, own]).max() > 0.3  # the broad head spreads: its largest entry is 4/11
+        assert np.abs(np.delete(delta, np.r_[own], axis=1)).max() < 1e-12  # W^O = I: nothing else moves
+    none = ablation("toy sentence", off=NONE)
+    assert not none["delta"].any()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [({"source": "x"}, "source"), ({"source": "random", "h": 3}, "h"), ({"off": 4}, "off"), ({"off": True}, "off")],
+)
+def test_ablation_bad_input(kwargs, name):
+    with pytest.raises(ValueError, match=rf"^{name}:"):
+        ablation(**kwargs)
+
+
+def test_explorer_shows_the_selected_change_and_every_heads_bar():
+    e = ablation_explorer()
+    assert e.error is None and e.data["off"] == 0
+    assert [b.get_height() for b in e.bars] == pytest.approx(list(e.data["changes"]))
+    np.testing.assert_array_equal(e.im.get_array(), e.data["delta"])
+    png = e.image.value
+    e.controls["off"].value = 3
+    assert e.image.value != png
+    np.testing.assert_array_equal(e.im.get_array(), ablation("toy sentence", off=3)["delta"])
+    colours = [b.get_facecolor() for b in e.bars]
+    assert colours[3] != colours[0]  # the switched-off head is highlighted
+    assert e.controls["h"].disabled and e.controls["seed"].disabled
+
+
+def test_explorer_offers_only_existing_heads():
+    e = ablation_explorer()
+    e.controls["source"].value = "random"
+    assert not e.controls["h"].disabled
+    e.controls["h"].value = 8
+    assert [v for _, v in e.controls["off"].options] == [NONE, *range(8)] and len(e.bars) == 8
+    e.controls["off"].value = 6
+    e.controls["h"].value = 2  # head 6 no longer exists: the control falls back to "none"
+    assert e.controls["off"].value == NONE and e.error is None and len(e.bars) == 2
+    e.controls["source"].value = "toy sentence"
+    assert [v for _, v in e.controls["off"].options] == [NONE, 0, 1, 2, 3]
+
+
+def test_blitted_moves_show_the_same_picture_as_a_full_redraw():
+    e = ablation_explorer()
+    for name, value in (("off", 2), ("source", "random"), ("seed", 3), ("off", 1), ("h", 8), ("off", -1)):
+        e.controls[name].value = value
+        blitted = e.image.value
+        e.blitter.backgrounds.clear()
+        assert blitted == e.render_png(), name
