@@ -20,6 +20,7 @@ import re
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import nbclient
@@ -181,8 +182,14 @@ def index_page(entries: list[tuple[str, str]]) -> str:
 """
 
 
-def export(notebooks: list[Path], out: Path, timeout: int = 300, log=print) -> list[Page]:
-    """Execute and convert each notebook into out/, write out/index.html; return the pages written."""
+def export(
+    notebooks: list[Path],
+    out: Path,
+    timeout: int = 300,
+    log=print,
+    run: Callable[[Path], nbformat.NotebookNode] | None = None,
+) -> list[Page]:
+    """Execute (with run, default execute) and convert each notebook into out/, write out/index.html."""
     if not notebooks:
         raise ValueError("notebooks: expected at least one .ipynb file to export, got none")
     out.mkdir(parents=True, exist_ok=True)
@@ -193,7 +200,7 @@ def export(notebooks: list[Path], out: Path, timeout: int = 300, log=print) -> l
     pages = []
     for path in sorted(notebooks):
         start = time.perf_counter()
-        nb = execute(path, timeout)
+        nb = execute(path, timeout) if run is None else run(path)
         missing = static_outputs(nb)
         if missing:
             raise ValueError(

@@ -1,6 +1,13 @@
 """Shared test settings (hypothesis runs are derandomized: every run checks the same examples) and helpers."""
 
+import copy
+import functools
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
+
+from mha_lesson.export_html import execute
 
 # derandomize: examples come from a fixed seed, so a failure reproduces on every machine and run;
 # database=None then keeps .hypothesis/ out of the checkout. deadline=None: shared CI cores are noisy.
@@ -17,3 +24,14 @@ def random_mask(rng, target):
     if shape[-2] > 1 and rng.random() < 0.4:
         mask[..., rng.integers(shape[-2]), :] = False  # one query that may attend to nothing
     return mask
+
+
+@pytest.fixture(scope="session")
+def executed_notebook():
+    """Path -> the notebook run headless (cached: the notebook and static-export tests share one run each)."""
+    run = functools.lru_cache(maxsize=None)(execute)
+
+    def get(path: Path):
+        return copy.deepcopy(run(Path(path)))
+
+    return get

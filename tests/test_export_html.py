@@ -109,11 +109,12 @@ def test_command_line_fails_cleanly_without_notebooks(tmp_path, monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(tmp_path_factory, executed_notebook):
     out = tmp_path_factory.mktemp("html")
     notebooks = sorted(NOTEBOOKS.glob("*.ipynb"))
     start = time.perf_counter()
-    pages = ex.export(notebooks, out, log=print)  # per-notebook times show with pytest -s
+    # The same headless runs as tests/test_notebooks.py (one run per notebook for both).
+    pages = ex.export(notebooks, out, log=print, run=executed_notebook)  # per-notebook times show with pytest -s
     print(f"exported {len(pages)} notebooks in {time.perf_counter() - start:.1f} s")
     return out, pages, [p.stem for p in notebooks]
 
