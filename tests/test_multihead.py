@@ -166,3 +166,18 @@ def test_worked_example_is_hand_computable_and_its_heads_attend_differently():
         np.testing.assert_array_equal(s, np.round(s))  # whole numbers: only the softmax needs a calculator
     assert not np.array_equal(weights[0].argmax(-1), weights[1].argmax(-1))
     np.testing.assert_array_equal(worked_example()[0], x)  # deterministic
+
+
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 50.0, 1e4])
+def test_huge_and_tiny_scores_stay_finite_and_agree_with_the_loop(scale):
+    # Scores of +-1e4 need the max-shift before exp(); small ones take the shortcut without it.
+    rng = np.random.default_rng(3)
+    p = m.init_params(16, 2, seed=3)
+    x = scale * rng.normal(size=(2, 7, 16))
+    for need_weights in (True, False):
+        out, w = m.multi_head_attention(x, x, x, p, need_weights=need_weights)
+        ref_out, ref_w = m.multi_head_attention_loop(x, x, x, p)
+        assert np.isfinite(out).all()
+        np.testing.assert_allclose(out, ref_out, rtol=1e-10, atol=1e-10 * scale)
+        if need_weights:
+            np.testing.assert_allclose(w, ref_w, atol=1e-12)
