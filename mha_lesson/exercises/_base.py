@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import math
+import numbers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,3 +34,22 @@ def right(message: str = "well done.") -> Feedback:
 def wrong(hint: str) -> Feedback:
     """A wrong answer, with a hint pointing at the step to revisit (never the answer itself)."""
     return Feedback(False, hint)
+
+
+def as_number(answer: object, what: str) -> float | Feedback:
+    """The answer as a float, or a friendly wrong() when it is missing (None) or not a finite number."""
+    if answer is None:
+        return wrong(f"Replace None with {what}.")
+    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
+        return wrong(f"Expected a number ({what}), got {type(answer).__name__}.")
+    if not math.isfinite(answer):
+        return wrong(f"Expected a finite number ({what}), got {answer}.")
+    return float(answer)
+
+
+def as_shape(answer: object) -> tuple[int, ...] | None:
+    """The answer as a tuple of ints (a shape), or None when it is not one."""
+    try:
+        return tuple(int(s) for s in answer)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return None

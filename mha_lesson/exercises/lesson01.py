@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import numbers
-
 from ..cost import attention_memory_bytes, flop_count, param_count
-from ._base import Feedback, right, wrong
-
-
-def _number(answer: object, what: str) -> float | Feedback:
-    """The answer as a number, or a wrong() saying what to put there."""
-    if answer is None:
-        return wrong(f"Replace None with {what}.")
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
-        return wrong(f"Expected a number ({what}), got {type(answer).__name__}.")
-    return float(answer)
+from ._base import Feedback, as_number, right, wrong
 
 
 def check_naive_params(answer: object) -> Feedback:
     """Exercise 1: parameters of 12 full-width heads at d_model = 768, no biases."""
-    value = _number(answer, "the number of learned weights (an integer)")
+    value = as_number(answer, "the number of learned weights (an integer)")
     if isinstance(value, Feedback):
         return value
     d, h = 768, 12
@@ -36,7 +25,7 @@ def check_naive_params(answer: object) -> Feedback:
 
 def check_flop_ratio(answer: object) -> Feedback:
     """Exercise 2: total FLOPs of naive over split heads at d_model = 768, h = 12, n = 512, to two decimals."""
-    value = _number(answer, "a ratio such as 3.14")
+    value = as_number(answer, "a ratio such as 3.14")
     if isinstance(value, Feedback):
         return value
     d, h, n = 768, 12, 512  # BERT-base on 512 tokens
@@ -52,7 +41,7 @@ def check_flop_ratio(answer: object) -> Feedback:
 
 def check_memory_bytes(answer: object) -> Feedback:
     """Exercise 3: bytes of float32 attention weights for one sequence, h = 12 heads, n = 512 tokens."""
-    value = _number(answer, "a number of bytes (an integer)")
+    value = as_number(answer, "a number of bytes (an integer)")
     if isinstance(value, Feedback):
         return value
     expected = attention_memory_bytes(512, 512, 12)

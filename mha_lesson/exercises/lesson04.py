@@ -6,7 +6,7 @@ import numpy as np
 
 from ..multihead import multi_head_attention_loop
 from ..projections import init_params
-from ._base import Feedback, right, wrong
+from ._base import Feedback, as_shape, right, wrong
 
 # Exercise 1: the sizes asked about.
 N, D_MODEL, H = 7, 512, 8
@@ -15,18 +15,11 @@ HEAD_A = np.array([1.0, 0.0, 0.0])
 HEAD_B = np.array([0.0, 2.0, 0.0])
 
 
-def _shape(answer: object) -> tuple[int, ...] | None:
-    try:
-        return tuple(int(s) for s in answer)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        return None
-
-
 def check_concat_shape(answer: object) -> Feedback:
     """Exercise 1: shape of concat(head_1, ..., head_h) for n = 7 tokens, d_model = 512, h = 8."""
     if answer is None:
         return wrong("Replace None with a shape, as a tuple like (rows, columns).")
-    shape = _shape(answer)
+    shape = as_shape(answer)
     if shape is None:
         return wrong(f"Expected a tuple of integers, got {answer!r}.")
     d_k = D_MODEL // H

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..multihead import multi_head_attention
 from ..projections import MHAParams, init_params
-from ._base import Feedback, right, wrong
+from ._base import Feedback, as_shape, right, wrong
 
 # Exercise 1: the sizes asked about.
 D_MODEL, H = 512, 8
@@ -16,18 +16,11 @@ D_MODEL, H = 512, 8
 OFF = 2
 
 
-def _shape(answer: object) -> tuple[int, ...] | None:
-    try:
-        return tuple(int(s) for s in answer)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        return None
-
-
 def check_block_shape(answer: object) -> Feedback:
     """Exercise 1: shape of W^O_i, the block of W^O that reads head i, for d_model = 512, h = 8."""
     if answer is None:
         return wrong("Replace None with a shape, as a tuple like (rows, columns).")
-    shape = _shape(answer)
+    shape = as_shape(answer)
     if shape is None:
         return wrong(f"Expected a tuple of integers, got {answer!r}.")
     d_k = D_MODEL // H

@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import complexity as cx
 from .. import cost
-from ._base import Feedback, right, wrong
-
-
-def _number(answer: object, what: str) -> float | Feedback:
-    """The answer as a float, or a friendly Feedback when it is missing or not a number."""
-    if answer is None:
-        return wrong(f"Replace None with {what}.")
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
-        return wrong(f"Expected a number ({what}), got {type(answer).__name__}.")
-    if not math.isfinite(answer):
-        return wrong(f"Expected a finite number ({what}), got {answer}.")
-    return float(answer)
+from ._base import Feedback, as_number, right, wrong
 
 
 def check_param_count(answer: object) -> Feedback:
     """Exercise 1: learned numbers of one MHA layer with d_model=1280, h=20 (GPT-2 large), no biases."""
-    value = _number(answer, "the number of parameters, a whole number")
+    value = as_number(answer, "the number of parameters, a whole number")
     if isinstance(value, Feedback):
         return value
     d, h = 1280, 20
@@ -43,7 +30,7 @@ def check_param_count(answer: object) -> Feedback:
 
 def check_crossover(answer: object) -> Feedback:
     """Exercise 2: crossover length n* for self-attention with d_model=2048, h=16, to the nearest token."""
-    value = _number(answer, "the crossover length n*, in tokens")
+    value = as_number(answer, "the crossover length n*, in tokens")
     if isinstance(value, Feedback):
         return value
     d, h = 2048, 16
@@ -62,7 +49,7 @@ def check_crossover(answer: object) -> Feedback:
 
 def check_memory_bytes(answer: object) -> Feedback:
     """Exercise 3: bytes of one layer's attention weights for n=4096, h=16, float16, batch 1."""
-    value = _number(answer, "the number of bytes")
+    value = as_number(answer, "the number of bytes")
     if isinstance(value, Feedback):
         return value
     n, h = 4096, 16
