@@ -4,10 +4,10 @@ import math
 
 import numpy as np
 import pytest
-from conftest import random_mask
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from mask_sampling import random_mask
 
 import mha_lesson as m
 

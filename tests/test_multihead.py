@@ -4,9 +4,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from conftest import random_mask
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from mask_sampling import random_mask
 
 import mha_lesson as m
 from mha_lesson.examples import TOKENS, worked_example
