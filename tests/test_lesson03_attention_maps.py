@@ -104,8 +104,7 @@ def test_largest_values_drop_the_token_labels():
 
 def fresh_png(explorer):
     """Render again with every cached background dropped: what a full redraw shows."""
-    for grid in explorer.grids.values():
-        grid["blitter"].backgrounds.clear()
+    explorer.invalidate_background()
     return explorer.render_png()
 
 

@@ -149,5 +149,5 @@ def test_blitted_moves_show_the_same_picture_as_a_full_redraw():
     for name, value in (("off", 2), ("source", "random"), ("seed", 3), ("off", 1), ("h", 8), ("off", -1)):
         e.controls[name].value = value
         blitted = e.image.value
-        e.blitter.backgrounds.clear()
+        e.invalidate_background()
         assert blitted == e.render_png(), name

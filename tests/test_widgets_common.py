@@ -70,3 +70,15 @@ def test_extreme_control_values_show_a_plot_or_a_one_line_message(cls):
                 assert "\n" not in explorer.error and not explorer.error.startswith("unexpected error"), (
                     f"{name}={value}: {explorer.error}"
                 )
+
+
+@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
+def test_no_move_leaves_a_stale_background(cls):
+    """After every move, the picture equals a render with every cached background drawn afresh, byte for byte."""
+    explorer = cls()
+    for name, value in _moves(explorer, 2 * len(explorer.controls)):
+        explorer.controls[name].value = value
+        if explorer.error is None:
+            shown = explorer.image.value
+            explorer.invalidate_background()
+            assert explorer.render_png() == shown, f"{name}={value!r}"

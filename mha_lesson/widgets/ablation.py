@@ -16,8 +16,8 @@ from ..multihead import multi_head_attention, multi_head_attention_loop
 from ..plots.heads import labelled_bars
 from ..projections import init_params
 from ..toy import HEAD_NAMES, TOKENS, toy_embeddings, toy_params
-from ._base import Explorer, divisors
-from .attention_maps import SOURCES, Blitter, fixed_margins
+from ._base import Explorer, divisors, fixed_margins
+from .attention_maps import SOURCES
 
 D_MODEL, N = 64, 11  # random inputs: the toy's sizes, so both sources fill the same picture
 HEADS = tuple(d for d in divisors(D_MODEL) if d <= 16)
@@ -85,6 +85,8 @@ def describe(data: dict[str, Any]) -> str:
 class AblationExplorer(Explorer):
     """Controls source, h, seed and the head to switch off -> bars of every head's effect, and the change."""
 
+    backgrounds_kept = 4
+
     def __init__(self, source: str = "toy sentence", h: int = 4, seed: int = 0, off: int = 0) -> None:
         start_h = 4 if source == "toy sentence" else h
         controls = {
@@ -131,9 +133,7 @@ class AblationExplorer(Explorer):
         self.figure.colorbar(self.im, ax=self.ax_delta, label="change (units of the output)", shrink=0.85)
         self.ax_delta.set_xlabel("output feature (column of out)")
         self.ax_delta.set_ylabel("token (query position)")
-        self.im.set_animated(True)
-        self.ax_delta.title.set_animated(True)
-        self.blitter = Blitter(self.canvas, size=4)
+        self.animate(self.im, self.ax_delta.title)
 
     def compute(self, source: str, h: int, seed: int, off: int) -> dict[str, Any]:
         """ablation at the controls' values."""
@@ -153,8 +153,8 @@ class AblationExplorer(Explorer):
                 xlabel="head switched off",
                 ylabel="‖Δ output‖ / ‖output‖ (ratio)",
             )
-            for bar in self.bars:
-                bar.set_animated(True)
+            self.moving = [self.im, self.ax_delta.title]  # the old bars went with ax_bars.clear()
+            self.animate(*self.bars)
         for i, bar in enumerate(self.bars):
             bar.set_height(data["changes"][i])
             bar.set_color("C3" if i == off else "C0")
@@ -173,10 +173,9 @@ class AblationExplorer(Explorer):
         self.text.value = describe(data)
         self.layout_key = key
 
-    def render_png(self) -> bytes:
-        """Blit: the background changes with the bars' number and y-limit, the row labels and the colour scale."""
-        key = (self.layout_key, self.ax_bars.get_ylim(), self.im.get_clim())  # the colour bar shows the clim
-        return self.blitter.render(key, [*self.bars, self.im, self.ax_delta.title])
+    def background_key(self) -> tuple:
+        """The background changes with the bars' number and y-limit, the row labels and the colour scale."""
+        return (self.layout_key, self.ax_bars.get_ylim(), self.im.get_clim())  # the colour bar shows the clim
 
 
 def ablation_explorer(**values: Any) -> AblationExplorer:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import math
-from collections import OrderedDict
 from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
-from matplotlib.artist import Artist
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
-from PIL import Image
 
 from .._checks import check_heads
 from ..attention import causal_mask
@@ -22,7 +18,7 @@ from ..plots.attention import heatmap_grid
 from ..plots.heads import set_heatmaps
 from ..projections import init_params
 from ..toy import HEAD_NAMES, TOKENS, toy_params, toy_weights
-from ._base import Explorer, divisors
+from ._base import Explorer, divisors, fixed_margins
 
 SOURCES = ("toy sentence", "random")
 D_MODELS = (8, 16, 32, 64, 128, 256)
@@ -30,60 +26,6 @@ MAX_N = 256  # a 256 x 256 heatmap is still legible as a picture; larger n would
 MAX_HEADS = 16  # more panels than this would be too small to read
 RANDOM_ONLY = ("d_model", "h", "n", "seed")  # controls the toy sentence fixes by construction
 DPI = 80
-
-
-def settle_layout(fig: Figure) -> None:
-    """Run constrained layout once, then keep the axes where it put them.
-
-    Later renders skip the layout pass (measuring every tick label again), which is most of their cost.
-    Call it again whenever the axes themselves change.
-    """
-    fig.set_layout_engine("constrained")
-    fig.draw_without_rendering()
-    fig.set_layout_engine("none")
-
-
-def fixed_margins(fig: Figure, *, left: float, right: float, top: float, bottom: float, **gaps: float) -> None:
-    """Place the subplot grid by margins in inches, with no layout engine (which would measure every label).
-
-    gaps: wspace and hspace, as fractions of the average axes width and height (as in subplots_adjust).
-    """
-    fig.set_layout_engine("none")
-    w, h = fig.get_size_inches()
-    # subplotpars directly: subplots_adjust refuses a figure that was made with constrained layout
-    fig.subplotpars.update(left=left / w, right=1 - right / w, top=1 - top / h, bottom=bottom / h, **gaps)
-
-
-class Blitter:
-    """PNG renders of one canvas that redraw only the artists that move, over cached backgrounds.
-
-    matplotlib's blitting, as in its animations: the moving artists are set animated, so a full draw
-    leaves them out. That background is kept under a key (whatever else changes the picture, such as
-    axis limits; up to `size` keys, the oldest dropped first), and on a later move with a known key it
-    is restored and only the moving artists are drawn on top. Titles and tick labels, most of the cost
-    of a draw, are then drawn once per key instead of once per move.
-    """
-
-    def __init__(self, canvas: FigureCanvasAgg, size: int = 1) -> None:
-        self.canvas, self.size = canvas, size
-        self.backgrounds: OrderedDict[Any, Any] = OrderedDict()
-
-    def render(self, key: Any, artists: list[Artist]) -> bytes:
-        """The figure as PNG bytes, with `artists` (all set animated) drawn over the background for key."""
-        if key in self.backgrounds:
-            self.canvas.restore_region(self.backgrounds[key])
-            self.backgrounds.move_to_end(key)
-        else:
-            self.canvas.draw()  # everything but the animated artists
-            self.backgrounds[key] = self.canvas.copy_from_bbox(self.canvas.figure.bbox)
-            if len(self.backgrounds) > self.size:
-                self.backgrounds.popitem(last=False)
-        for artist in artists:
-            self.canvas.figure.draw_artist(artist)
-        buf = io.BytesIO()
-        # compress_level=1: a third of the default's encoding time, for a somewhat larger file
-        Image.fromarray(np.asarray(self.canvas.buffer_rgba())).save(buf, format="png", compress_level=1)
-        return buf.getvalue()
 
 
 def attention_maps(
@@ -151,6 +93,8 @@ def describe(data: dict[str, Any]) -> str:
 
 class AttentionMapExplorer(Explorer):
     """Controls source, d_model, h, n, seed, causal -> a grid of per-head heatmaps (queries on rows)."""
+
+    backgrounds_kept = 8  # one per recently shown grid (h and labelling) and n
 
     def __init__(
         self,
@@ -221,6 +165,8 @@ class AttentionMapExplorer(Explorer):
             # Each grid keeps its own figure, so going back to an earlier h or input costs no rebuild.
             grid = self.grids[key]
             self.figure, self.canvas, self.images = grid["figure"], grid["canvas"], grid["images"]
+            self.moving = []  # the previous grid's artists
+            self.animate(*grid["animated"])
             self.layout_key = key
         set_heatmaps(self.images, data["weights"], data["titles"])
         self.grids[key]["suptitle"].set_text(self.heading(data))
@@ -241,7 +187,7 @@ class AttentionMapExplorer(Explorer):
         fixed_margins(fig, left=left, right=0.05, top=top, bottom=0.1, wspace=0.08, hspace=gap / panel)
         images = heatmap_grid(fig, data["weights"], data["tokens"], titles=data["titles"], ncols=ncols)
         suptitle = fig.suptitle("", y=1 - 0.08 / size[1], va="top")
-        animated = [*images, suptitle]  # what changes on a move
+        animated = [*images, suptitle]  # what changes on a move: draw animates them when it shows this grid
         for i, im in enumerate(images):
             if i % ncols:  # rows are the same queries in every panel: label them once per row of panels
                 im.axes.tick_params(labelleft=False)
@@ -253,21 +199,11 @@ class AttentionMapExplorer(Explorer):
                     im.axes.tick_params(labeltop=False)
                     im.axes.set_xlabel("")
             animated.extend(im.axes.spines.values())  # the heatmap covers its frame: draw the frame again
-        for artist in animated:
-            artist.set_animated(True)
-        return {
-            "figure": fig,
-            "canvas": canvas,
-            "images": images,
-            "suptitle": suptitle,
-            "animated": animated,
-            "blitter": Blitter(canvas),
-        }
+        return {"figure": fig, "canvas": canvas, "images": images, "suptitle": suptitle, "animated": animated}
 
-    def render_png(self) -> bytes:
-        """Blit: a grid's background changes only with n (the axis limits and ticks)."""
-        grid = self.grids[self.layout_key]
-        return grid["blitter"].render(self.data["n"], grid["animated"])
+    def background_key(self) -> int:
+        """A grid's background changes only with n (the axis limits and ticks); the base tells grids apart."""
+        return self.data["n"]
 
     @staticmethod
     def heading(data: dict[str, Any]) -> str:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import io
-
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
-from PIL import Image
 
 from .. import complexity as cx
 from .. import cost
@@ -60,30 +57,9 @@ class ComplexityExplorer(Explorer):
         # The first render laid the axes out; keeping that layout saves re-solving it on every move.
         self.figure.set_layout_engine("none")
 
-    def render_png(self) -> bytes:
-        """Blit: paint the cached axes, ticks and legend, draw only the changing artists, encode quickly."""
-        if self._background is None:
-            self.canvas.draw()
-            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
-        self.canvas.restore_region(self._background)
-        for artist in self.plot.dynamic:
-            artist.axes.draw_artist(artist)
-        for ax in self.figure.axes:  # the frame goes back on top of the bands, as in a full draw
-            for spine in ax.spines.values():
-                ax.draw_artist(spine)
-        width, height = self.canvas.get_width_height()
-        buf = io.BytesIO()
-        # Flat colours compress well even at level 1, which encodes several times faster than the default 6.
-        Image.frombuffer("RGBA", (width, height), self.canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-            buf, format="png", compress_level=1
-        )
-        return buf.getvalue()
-
     def setup(self, fig: Figure) -> None:
         self.plot = FlopPartsPlot(fig, (N_OPTIONS[0], N_OPTIONS[-1]), FLOPS_RANGE)
-        for artist in self.plot.dynamic:
-            artist.set_animated(True)  # a full draw skips them: it renders the unchanging background only
-        self._background = None
+        self.animate(*self.plot.dynamic)  # only these move: axes, ticks and legend are painted once
 
     def compute(self, n: int, d_model: int, h: int) -> dict[str, object]:
         return complexity_data(n, d_model, h)

@@ -19,8 +19,7 @@ from ..plots.attention import attention_heatmap
 from ..plots.heads import set_heatmaps
 from ..projections import init_params
 from ..toy import TOKENS
-from ._base import Explorer
-from .attention_maps import settle_layout
+from ._base import Explorer, settle_layout
 
 # --- cross-attention: how the shapes follow n_q and n_kv ----------------------------------------------------
 

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import io
-from collections.abc import Sequence
 from typing import Any
 
 import ipywidgets as widgets
-from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from PIL import Image
 
 from .._checks import check_heads
 from ..cost import attention_memory_bytes, flop_count, param_count
@@ -24,7 +20,7 @@ LENGTHS = tuple(2**i for i in range(4, 14))
 ATTENTION = ("scores", "weighted_sum")  # the parts the seed note's "same cost as one head" is about
 
 # Fixed axis ranges, from the smallest to the largest value the controls can reach: the axes never rescale,
-# so a move shows what really grew (and only the bars and lines need redrawing, see render_png).
+# so a move shows what really grew (and only the bars and lines need redrawing, see Explorer.animate).
 _D, _N = (D_MODELS[0], D_MODELS[-1]), (LENGTHS[0], LENGTHS[-1])
 FLOPS_RANGE = (
     flop_count(_N[0], _N[0], _D[0], 1)["softmax"] / 3,  # the smallest bar: one head's softmax
@@ -147,12 +143,10 @@ class CostExplorer(Explorer):
         labels.append("current h")
         fig.legend(handles, labels, loc="outside upper center", ncols=4, fontsize=9)
         # Only these change on a move; everything else (axes, ticks, legends) is painted once and reused.
-        self.moving = [rect for bars in self.bars.values() for rect in bars.patches]
-        self.moving += [artist for _, lines, marker in self.sweeps for artist in (*lines.values(), marker)]
+        self.animate(*(rect for bars in self.bars.values() for rect in bars.patches))
+        self.animate(*(artist for _, lines, marker in self.sweeps for artist in (*lines.values(), marker)))
         self.ax_bars.title.set_fontsize(10)
-        self.moving.append(self.ax_bars.title)
-        for artist in self.moving:
-            artist.set_animated(True)  # a full draw skips animated artists: it paints the background only
+        self.animate(self.ax_bars.title)
 
     def compute(self, d_model: int, h: int, n: int) -> dict[str, Any]:
         return cost_table(d_model, h, n)
@@ -166,34 +160,6 @@ class CostExplorer(Explorer):
         for _, lines, marker in self.sweeps:
             set_sweep(lines, marker, data["hs"], data["sweep"], data["h"])
         self.text.value = summary(data)
-
-    def render_png(self) -> bytes:
-        return blit_png(self, self.moving)
-
-
-def blit_png(explorer: Explorer, moving: Sequence[Artist]) -> bytes:
-    """The explorer's figure as PNG, by blitting: paint the cached still background, draw only the moving artists.
-
-    The moving artists must be set_animated(True) (a full draw skips them), and nothing else may change
-    between calls: the background is drawn once, on the first call. Lessons 1 and 2 share this.
-    """
-    canvas = explorer.canvas
-    if getattr(explorer, "_background", None) is None:
-        canvas.draw()
-        explorer._background = canvas.copy_from_bbox(explorer.figure.bbox)
-    canvas.restore_region(explorer._background)
-    for artist in moving:
-        explorer.figure.draw_artist(artist)
-    for ax in explorer.figure.axes:  # frames back on top of bars and images, as in a full draw
-        if not ax.get_animated():
-            for spine in ax.spines.values():
-                ax.draw_artist(spine)
-    buf = io.BytesIO()
-    # Flat colours compress well even at level 1, which encodes several times faster than the default 6.
-    Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-        buf, format="png", compress_level=1
-    )
-    return buf.getvalue()
 
 
 def cost_explorer(d_model: int = 512, h: int = 8, n: int = 128) -> CostExplorer:

@@ -12,8 +12,7 @@ from matplotlib.figure import Figure
 from .. import headscores
 from ..plots.attention import attention_heatmap
 from ..pretrained import MiniLM, ModelNotInstalledError, load_minilm
-from ._base import Explorer
-from .attention_maps import settle_layout
+from ._base import Explorer, settle_layout
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 MAX_TOKENS_SHOWN = 40  # word pieces, [CLS] and [SEP] included: beyond this the token labels overlap

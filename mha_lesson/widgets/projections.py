@@ -16,7 +16,6 @@ from ..plots.attention import attention_heatmap
 from ..plots.projections import set_token_plane, token_plane
 from ..projections import MHAParams, init_params
 from ._base import Explorer, divisors
-from .cost import blit_png
 
 D_MODEL = 16
 # A 2-D picture of a head's space needs d_k >= 2, so h stops at d_model / 2.
@@ -145,11 +144,9 @@ class ProjectionExplorer(Explorer):
         n = len(EXAMPLE_TOKENS)
         self.im = attention_heatmap(self.ax_map, np.zeros((n, n)), EXAMPLE_TOKENS, EXAMPLE_TOKENS, annotate=False)
         # What a move changes: the whole plane panel (its limits follow the points), the map and its title.
-        # The map's labels, ticks and colour bar are painted once and reused (see blit_png).
+        # The map's labels, ticks and colour bar are painted once and reused (see Explorer.render_png).
         self.ax_map.title.set_fontsize(10)
-        self.moving = [self.ax_plane, self.im, self.ax_map.title]
-        for artist in self.moving:
-            artist.set_animated(True)
+        self.animate(self.ax_plane, self.im, self.ax_map.title)
 
     def compute(self, h: int, head: int, view: str, shared: bool, seed: int) -> dict[str, Any]:
         return projection_view(h, head, view, shared, seed)
@@ -180,9 +177,6 @@ class ProjectionExplorer(Explorer):
             f"K<sub>{i}</sub>, V<sub>{i}</sub> are ({len(data['tokens'])}, {d_k}). A score is a dot product q · k: a "
             f"query gives most weight to keys that point its way. {exact}{same}"
         )
-
-    def render_png(self) -> bytes:
-        return blit_png(self, self.moving)
 
 
 def projection_explorer(h: int = 4, head: int = 0, seed: int = 0) -> ProjectionExplorer:

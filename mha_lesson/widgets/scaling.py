@@ -1,10 +1,4 @@
-"""Lesson 3's "why divide by sqrt(d_k)" explorer, and the numbers behind it.
-
-For q and k with d_k independent components of mean 0 and variance 1, q.k is a sum of d_k products of
-variance 1 each, so Var(q.k) = d_k: scores spread out as sqrt(d_k). Fed unscaled to a softmax, wide scores
-put almost all of a row's weight on its largest score (the softmax saturates, and its gradient,
-diag(p) - p p^T, goes to 0). Dividing by sqrt(d_k) brings the variance back to 1 for every d_k.
-"""
+"""Lesson 3's "why divide by sqrt(d_k)" explorer; the statistics behind it live in mha_lesson.scaling."""
 
 from __future__ import annotations
 
@@ -25,55 +19,12 @@ from ..plots.scaling import (
     set_saturation,
     set_score_histograms,
 )
-from ._base import Explorer
-from .attention_maps import Blitter, settle_layout
+from ..scaling import row_stats
+from ._base import Explorer, settle_layout
 
 D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
 MAX_N = 256
 QUERIES = 64  # rows averaged for the entropy and max-weight curves
-
-
-def score_variance(d_ks: tuple[int, ...] | list[int], samples: int = 2000, seed: int = 0) -> dict[str, np.ndarray]:
-    """Measured Var(q.k) over `samples` independent pairs with N(0, 1) components, for each d_k.
-
-    Returns arrays over d_ks: d_k, measured (sample variance), stderr (its standard error, estimated
-    from the samples' fourth moment) and closed_form (= d_k, the claim being checked).
-    """
-    samples = check_positive_int("samples", samples)
-    if samples < 4:
-        raise ValueError(f"samples: expected at least 4 to estimate a standard error, got {samples}")
-    d_ks = [check_positive_int("d_k", d) for d in d_ks]
-    rng = np.random.default_rng(seed)
-    measured, stderr = [], []
-    for d_k in d_ks:
-        q = rng.standard_normal((samples, d_k))
-        k = rng.standard_normal((samples, d_k))
-        s = np.einsum("sd,sd->s", q, k)  # (samples,) one dot product per independent pair
-        var = s.var(ddof=1)
-        m4 = np.mean((s - s.mean()) ** 4)
-        # Standard error of a sample variance: sqrt((m4 - (N-3)/(N-1) var^2) / N).
-        stderr.append(math.sqrt(max(m4 - (samples - 3) / (samples - 1) * var**2, 0.0) / samples))
-        measured.append(var)
-    d = np.array(d_ks, dtype=float)
-    return {"d_k": d, "measured": np.array(measured), "stderr": np.array(stderr), "closed_form": d.copy()}
-
-
-def row_stats(scores: np.ndarray) -> tuple[float, float]:
-    """Mean entropy (nats) and mean max weight of softmax rows of scores (m, n)."""
-    p = softmax(scores, axis=-1)
-    # 0 * log 0 counts as 0: where p underflows to 0 the term vanishes instead of giving NaN.
-    entropy = -np.sum(p * np.log(np.where(p > 0, p, 1.0)), axis=-1)
-    return float(entropy.mean()), float(p.max(axis=-1).mean())
-
-
-def jacobian_norm(scores: np.ndarray) -> float:
-    """Mean Frobenius norm of the softmax's Jacobian diag(p) - p p^T over the rows of scores (m, n).
-
-    It measures how much the weights move when the scores move: 0 for a one-hot (saturated) row.
-    """
-    p = softmax(scores, axis=-1)  # (m, n)
-    jac = np.einsum("mi,ij->mij", p, np.eye(p.shape[-1])) - p[:, :, None] * p[:, None, :]  # (m, n, n)
-    return float(np.linalg.norm(jac, axis=(1, 2)).mean())
 
 
 def scaling_stats(d_k: int = 64, n: int = 32, seed: int = 0, queries: int = QUERIES) -> dict[str, Any]:
@@ -116,6 +67,8 @@ def scaling_stats(d_k: int = 64, n: int = 32, seed: int = 0, queries: int = QUER
 class ScalingExplorer(Explorer):
     """Slider d_k (and n, seed) -> score histograms, one attention row, entropy and max weight against d_k."""
 
+    backgrounds_kept = len(D_KS)  # one per d_k
+
     def __init__(self, d_k: int = 64, n: int = 32, seed: int = 0) -> None:
         controls = {
             "d_k": widgets.SelectionSlider(options=D_KS, value=d_k, description="d_k"),
@@ -133,12 +86,9 @@ class ScalingExplorer(Explorer):
         self.hist = score_histogram_axes(axes[0])
         self.row = row_axes(axes[1], MAX_N)
         self.sat = saturation_axes(axes[2], axes[3], D_KS, MAX_N)
-        # What a move changes; the rest (axis limits included) depends only on d_k and n: see Blitter.
-        self.animated = [self.hist["raw"], self.hist["scaled"], axes[0].title, self.row["raw"], self.row["scaled"]]
-        self.animated += [artist for name, artist in self.sat.items() if name != "axes"]
-        for artist in self.animated:
-            artist.set_animated(True)
-        self.blitter = Blitter(self.canvas, size=len(D_KS))
+        # What a move changes; the rest (axis limits included) depends only on d_k: see background_key.
+        self.animate(self.hist["raw"], self.hist["scaled"], axes[0].title, self.row["raw"], self.row["scaled"])
+        self.animate(*(artist for name, artist in self.sat.items() if name != "axes"))
 
     def compute(self, d_k: int, n: int, seed: int) -> dict[str, Any]:
         """scaling_stats at the controls' values."""
@@ -154,9 +104,9 @@ class ScalingExplorer(Explorer):
             settle_layout(self.figure)
             self.settled = True
 
-    def render_png(self) -> bytes:
-        """Blit: the background holds the histogram's axis limits, which follow d_k (the other axes are fixed)."""
-        return self.blitter.render(self.data["d_k"], self.animated)
+    def background_key(self) -> int:
+        """The background holds the histogram's axis limits, which follow d_k (the other axes are fixed)."""
+        return self.data["d_k"]
 
     @staticmethod
     def summary(data: dict[str, Any]) -> str:
