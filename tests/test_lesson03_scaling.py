@@ -8,14 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mha_lesson as mha
-from mha_lesson.widgets.scaling import (
-    D_KS,
-    jacobian_norm,
-    row_stats,
-    scaling_explorer,
-    scaling_stats,
-    score_variance,
-)
+from mha_lesson.scaling import jacobian_norm, row_stats, score_variance
+from mha_lesson.widgets.scaling import D_KS, scaling_explorer, scaling_stats
 
 
 def test_measured_variance_is_d_k_within_the_standard_error_over_many_seeds():
@@ -90,6 +84,19 @@ def test_unscaled_rows_saturate_and_scaled_rows_do_not():
     assert jacobian_norm(stats["raw"]) < 0.6 * jacobian_norm(stats["scaled"])
 
 
+def test_scaled_jacobian_keeps_its_size_across_d_k_and_unscaled_shrinks():
+    """Lesson 3 prints mean |J| at d_k = 4, 64, 512: steady with scaling, falling without."""
+    raw, scaled = zip(
+        *(
+            (jacobian_norm(s["raw"]), jacobian_norm(s["scaled"]))
+            for s in (scaling_stats(d_k=d, n=32, seed=0) for d in (4, 64, 512))
+        ),
+        strict=True,
+    )
+    assert max(scaled) - min(scaled) < 0.1 * max(scaled)
+    assert raw[0] > raw[1] > raw[2] and raw[2] < 0.5 * scaled[2]
+
+
 def test_scaling_stats_numbers_are_consistent():
     stats = scaling_stats(d_k=64, n=20, seed=3)
     assert stats["raw"].shape == (64, 20)
@@ -125,5 +132,5 @@ def test_blitted_moves_show_the_same_picture_as_a_full_redraw():
     for name, value in (("d_k", 256), ("seed", 2), ("n", 40)):
         e.controls[name].value = value
         blitted = e.image.value
-        e.blitter.backgrounds.clear()
+        e.invalidate_background()
         assert blitted == e.render_png(), name
