@@ -19,9 +19,10 @@ from .projections import MHAParams
 # The batched version works on blocks of heads whose (n_q, n_kv) score matrices fit in about this many
 # bytes, so that scores, exp() and the weighted sum stay in cache instead of streaming h*n^2 numbers
 # through memory several times. Small inputs (every lesson) fit in one block: fully vectorised.
-BLOCK_BYTES = 8 * 2**20
-# Below this many FLOPs (every lesson, one MiniLM sentence) one BLAS thread is faster: see _blas.
-SMALL_WORK_FLOPS = 50_000_000
+BLOCK_BYTES = 4 * 2**20
+# Below this many FLOPs (a few tokens) one BLAS thread is faster even on an idle machine: see _blas.
+# Explorers force one thread for all their work, since the browser keeps the cores busy meanwhile.
+SMALL_WORK_FLOPS = 10_000_000
 
 
 def _check_inputs(
