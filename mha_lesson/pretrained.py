@@ -52,7 +52,10 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _one_blas_thread(fn: F) -> F:
-    """Run fn with one BLAS thread: a batch of short sentences is many small matrix products (see mha_lesson._blas)."""
+    """Run fn with one BLAS thread: the lesson's per-sentence work is small matrix products (see mha_lesson._blas).
+
+    encode() is left on all threads: its batches of 32 sentences are large enough to gain from them.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -129,7 +132,6 @@ class MiniLM:
         x = self.word_embeddings[ids] + self.position_embeddings[:n] + self.token_type_embedding
         return layer_norm(x, self.ln_gamma, self.ln_beta, self.eps)
 
-    @_one_blas_thread
     def hidden_states(
         self, ids: np.ndarray, lengths: np.ndarray, *, need_weights: bool = False
     ) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -164,6 +166,7 @@ class MiniLM:
             raise ValueError(f"text: expected a string, got {type(text).__name__}")
         return self.attentions_many([text])[0]
 
+    @_one_blas_thread
     def attentions_many(self, texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
         """attentions() for many texts at once: one padded batch, each result cut back to its own n tokens."""
         ids, lengths, tokens = self.tokenize(texts)
