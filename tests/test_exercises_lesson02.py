@@ -45,7 +45,7 @@ def test_none_asks_for_an_answer(check):
         (ex.check_head_shape, (10, 4), "Q_i = X W_i^Q"),
         (ex.check_head_shape, (10, 8, 1), "two whole numbers"),
         (ex.check_head_shape, 10, "Expected"),
-        (ex.check_head_shape, (10.0, 8.0), "two whole numbers"),
+        (ex.check_head_shape, (10.0, 8.0), "whole numbers only"),
         (ex.check_head_columns, (16, 23), "not included"),
         (ex.check_head_columns, (8, 16), "numbered from 0"),
         (ex.check_head_columns, (2, 3), "neighbouring columns"),
@@ -61,6 +61,25 @@ def test_wrong_answers_get_a_hint_without_the_answer(check, answer, hint):
     feedback = check(answer)
     assert not feedback.correct and hint in feedback.message, feedback.message
     assert "(10, 8)" not in feedback.message and "16, 24" not in feedback.message and "hstack" not in feedback.message
+
+
+SHAPE, COLUMNS = "a shape such as (3, 5)", "a (start, stop) pair as in W_q[:, start:stop]"
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "message"),
+    [
+        (ex.check_head_shape, None, f"Replace None with {SHAPE}."),
+        (ex.check_head_shape, 10, f"Expected {SHAPE}, got int."),
+        (ex.check_head_shape, "10,8", f"Expected {SHAPE}, got str."),
+        (ex.check_head_shape, (10.0, 8.0), f"Expected {SHAPE}, whole numbers only; got (10.0, 8.0)."),
+        (ex.check_head_shape, (10, 8, 1), f"Expected {SHAPE}: two whole numbers, got (10, 8, 1)."),
+        (ex.check_head_columns, slice(None, 24), f"Expected {COLUMNS}, whole numbers only; got (None, 24)."),
+        (ex.check_w_q, "w_q", "Expected one (16, 16) array built from stacked, got str."),
+    ],
+)
+def test_bad_input_says_what_was_expected_and_what_arrived(check, answer, message):
+    assert check(answer) == Feedback(False, message)
 
 
 def test_head_blocks_are_fixed_by_their_seed():

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from mha_lesson import toy
+from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson03 as ex
 
 
@@ -32,6 +33,35 @@ def test_causal_coref():
     for wrong in (None, 3, 6, 9, 1, 2.5, "0"):
         result = ex.check_causal_coref(wrong)
         assert not result and result.message
+
+
+VARIANCE, POSITION = "the variance of q·k", "a key position, an integer from 0 to 10"
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "message"),
+    [
+        (ex.check_score_variance, None, f"Replace None with {VARIANCE}."),
+        (ex.check_score_variance, "384", f"Expected a number ({VARIANCE}), got str."),
+        (ex.check_score_variance, [384], f"Expected a number ({VARIANCE}), got list."),
+        (ex.check_score_variance, True, f"Expected a number ({VARIANCE}), got bool."),
+        (ex.check_score_variance, float("nan"), f"Expected a finite number ({VARIANCE}), got nan."),
+        (ex.check_causal_coref, None, f"Replace None with {POSITION}."),
+        (ex.check_causal_coref, "0", f"Expected a number ({POSITION}), got str."),
+        (ex.check_causal_coref, 2.5, f"Expected a whole number ({POSITION}), got 2.5."),
+    ],
+)
+def test_bad_input_says_what_was_expected_and_what_arrived(check, answer, message):
+    assert check(answer) == Feedback(False, message)
+
+
+@pytest.mark.parametrize("answer", [0, 0.0, np.int64(0), np.float32(0)])
+def test_causal_coref_accepts_any_whole_number(answer):
+    assert ex.check_causal_coref(answer).correct
+
+
+def test_score_variance_accepts_numpy_numbers():
+    assert ex.check_score_variance(np.float32(384)).correct and ex.check_score_variance(np.int64(384)).correct
 
 
 @pytest.mark.parametrize("check", [ex.check_score_variance, ex.check_next_token_shift, ex.check_causal_coref])

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson04 as ex
 
 
@@ -46,6 +47,33 @@ def test_same_sum():
     for wrong in (None, (ex.HEAD_A, ex.HEAD_B), ([1, 1, 1], [1, 1, 1]), ([1, 2], [0, 0]), "ab", (1, 2, 3)):
         result = ex.check_same_sum(wrong)
         assert not result and result.message
+
+
+SHAPE = "a shape, as a tuple like (rows, columns)"
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (None, f"Replace None with {SHAPE}."),
+        (3, f"Expected {SHAPE}, got int."),
+        ("75", f"Expected {SHAPE}, got str."),  # not read digit by digit as the shape (7, 5)
+        ((7.9, 512), f"Expected {SHAPE}, whole numbers only; got (7.9, 512)."),  # not truncated to (7, 512)
+        ((True, 512), f"Expected {SHAPE}, whole numbers only; got (True, 512)."),
+    ],
+)
+def test_concat_shape_says_what_was_expected_and_what_arrived(answer, message):
+    assert ex.check_concat_shape(answer) == Feedback(False, message)
+
+
+@pytest.mark.parametrize("answer", [(7, 512), [7, 512], np.array([7, 512]), (np.int64(7), 512)])
+def test_concat_shape_accepts_any_sequence_of_whole_numbers(answer):
+    assert ex.check_concat_shape(answer).correct
+
+
+def test_concat_shape_of_one_head_gets_its_hint():
+    feedback = ex.check_concat_shape((7, 64))
+    assert feedback == Feedback(False, "That is one head's output. The concatenation puts all h of them side by side.")
 
 
 @pytest.mark.parametrize("check", [ex.check_concat_shape, ex.check_recover_head, ex.check_same_sum])

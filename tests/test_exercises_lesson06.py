@@ -7,6 +7,7 @@ import pytest
 
 import mha_lesson as mha
 from mha_lesson.examples import worked_example
+from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson06 as ex
 
 
@@ -17,11 +18,21 @@ def test_doubled_query_weight_by_hand_matches_the_core():
     assert round(by_hand, 3) == 0.491
 
 
+WEIGHT = "your weight, a number between 0 and 1"
+
+
 @pytest.mark.parametrize("check", [ex.check_doubled_query, ex.check_causal_weight])
-def test_weight_checks_handle_none_and_out_of_range(check):
-    assert not check(None) and "Replace None" in check(None).message
-    assert not check("0.5") and "number" in check("0.5").message
-    assert not check(1.7) and "between 0 and 1" in check(1.7).message
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (None, f"Replace None with {WEIGHT}."),
+        ("0.5", f"Expected a number ({WEIGHT}), got str."),
+        (float("nan"), f"Expected a finite number ({WEIGHT}), got nan."),
+        (1.7, "An attention weight lies between 0 and 1 (each row sums to 1); got 1.7."),
+    ],
+)
+def test_weight_checks_say_what_was_expected_and_what_arrived(check, answer, message):
+    assert check(answer) == Feedback(False, message)
 
 
 def test_doubled_query():
@@ -45,8 +56,18 @@ def test_causal_weight():
 def test_shapes():
     assert ex.check_shapes((10, 10), (10, 8))
     assert ex.check_shapes([10, 10], [10, 8])
-    assert "Replace both None" in ex.check_shapes(None, (10, 8)).message
-    assert "tuple" in ex.check_shapes(10, (10, 8)).message
+    assert ex.check_shapes(None, None) == Feedback(
+        False, "Replace None with the shape of one head's scores, a tuple like (2, 3)."
+    )
+    assert ex.check_shapes((10, 10), None) == Feedback(
+        False, "Replace None with the shape of the concatenation, a tuple like (2, 3)."
+    )
+    assert ex.check_shapes(10, (10, 8)) == Feedback(
+        False, "Expected the shape of one head's scores, a tuple like (2, 3), got int."
+    )
+    assert ex.check_shapes((10, 10), (10.0, 8.0)) == Feedback(
+        False, "Expected the shape of the concatenation, a tuple like (2, 3), whole numbers only; got (10.0, 8.0)."
+    )
     assert "Q_i or head_i" in ex.check_shapes((10, 4), (10, 8)).message
     assert "one head's output" in ex.check_shapes((10, 10), (10, 4)).message
     assert not ex.check_shapes((4, 4), (10, 8))

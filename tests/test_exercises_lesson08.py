@@ -1,9 +1,11 @@
 """Lesson 8's exercise checks: right answers pass, wrong answers and the None placeholder get a hint."""
 
 import numpy as np
+import pytest
 
 import mha_lesson as mha
 from mha_lesson import mistakes as mk
+from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson08 as ex
 
 
@@ -16,6 +18,27 @@ def test_symptom_exercise():
             assert not fb and "mask_with_zero" not in fb.message
     assert "Replace None" in ex.check_symptom(None).message
     assert not ex.check_symptom("softmax") and not ex.check_symptom(3)
+
+
+NAMES = f"Use one of the registry's names: {', '.join(mk.MISTAKES)}."
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "message"),
+    [
+        (ex.check_symptom, None, "Replace None with the name of a mistake, as a string, e.g. 'no_scale'."),
+        (ex.check_symptom, 3, NAMES),
+        (ex.check_symptom, "softmax", NAMES),
+        (
+            ex.check_mystery,
+            None,
+            "Replace None with the name of a mistake, as a string: run the checks on mystery_mha first.",
+        ),
+        (ex.check_mystery, ["concat_order"], NAMES),
+    ],
+)
+def test_a_missing_or_unknown_name_gets_the_placeholder_hint_or_the_list(check, answer, message):
+    assert check(answer) == Feedback(False, message)
 
 
 def test_fixed_masking_exercise():

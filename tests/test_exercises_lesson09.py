@@ -5,6 +5,7 @@ import pytest
 
 import mha_lesson as mha
 from mha_lesson import connections as conn
+from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson09 as ex
 from mha_lesson.toy import TOKENS, token_part
 
@@ -24,10 +25,34 @@ def test_cross_attention_exercise():
 
 def test_causal_count_exercise():
     assert ex.check_causal_count(66)
+    assert ex.check_causal_count(66.0) and ex.check_causal_count(np.int64(66))  # 11 * 12 / 2 is a float
     assert "every pair" in ex.check_causal_count(121).message
     assert "own position" in ex.check_causal_count(55).message
-    assert not ex.check_causal_count(60) and not ex.check_causal_count(66.0) and not ex.check_causal_count(True)
-    assert "Replace None" in ex.check_causal_count(None).message
+    assert not ex.check_causal_count(60)
+
+
+COUNT = "the number of query-key pairs the mask allows"
+OUTPUT = "the output of your multi_head_attention call"
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "message"),
+    [
+        (ex.check_causal_count, None, f"Replace None with {COUNT}."),
+        (ex.check_causal_count, True, f"Expected a number ({COUNT}), got bool."),
+        (ex.check_causal_count, "66", f"Expected a number ({COUNT}), got str."),
+        (ex.check_causal_count, 66.5, f"Expected a whole number ({COUNT}), got 66.5."),
+        (ex.check_cross_attention, None, f"Replace None with {OUTPUT}."),
+        (ex.check_cross_attention, "out", f"Expected {OUTPUT}, got str."),
+        (
+            ex.check_cross_attention,
+            np.zeros((2, 8)),
+            "Expected one row per decoder token and d_model columns, got shape (2, 8).",
+        ),
+    ],
+)
+def test_bad_input_says_what_was_expected_and_what_arrived(check, answer, message):
+    assert check(answer) == Feedback(False, message)
 
 
 def test_equivariance_exercise_answer_is_measured():

@@ -7,6 +7,8 @@ import html
 import math
 import numbers
 
+import numpy as np
+
 
 @dataclasses.dataclass(frozen=True)
 class Feedback:
@@ -47,9 +49,49 @@ def as_number(answer: object, what: str) -> float | Feedback:
     return float(answer)
 
 
-def as_shape(answer: object) -> tuple[int, ...] | None:
-    """The answer as a tuple of ints (a shape), or None when it is not one."""
+def as_whole_number(answer: object, what: str) -> int | Feedback:
+    """The answer as an int, or a friendly wrong() when as_number rejects it or it has a fractional part."""
+    value = as_number(answer, what)
+    if isinstance(value, Feedback):
+        return value
+    if not value.is_integer():  # 66.0 from n * (n + 1) / 2 is a whole number; 2.5 is not
+        return wrong(f"Expected a whole number ({what}), got {value}.")
+    return int(value)
+
+
+def as_shape(answer: object, what: str) -> tuple[int, ...] | Feedback:
+    """The answer as a tuple of ints, or a friendly wrong() when it is missing (None) or not whole numbers."""
+    if answer is None:
+        return wrong(f"Replace None with {what}.")
+    if isinstance(answer, str):  # a string iterates, but "64" is not the shape (6, 4)
+        return wrong(f"Expected {what}, got str.")
     try:
-        return tuple(int(s) for s in answer)  # type: ignore[union-attr]
+        items = tuple(answer)  # type: ignore[arg-type]
+    except TypeError:
+        return wrong(f"Expected {what}, got {type(answer).__name__}.")
+    # int() would truncate 7.9 to 7 and accept a wrong shape, so only whole-number types pass
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in items):
+        return wrong(f"Expected {what}, whole numbers only; got {answer!r}.")
+    return tuple(int(v) for v in items)
+
+
+def as_pair(answer: object, what: str) -> tuple[int, int] | Feedback:
+    """The answer as two ints (a 2-D shape or a start:stop range), or a friendly wrong() like as_shape's."""
+    if isinstance(answer, range | slice):  # start:stop written as a range or a slice means the same pair
+        answer = (answer.start, answer.stop)
+    pair = as_shape(answer, what)
+    if isinstance(pair, Feedback):
+        return pair
+    if len(pair) != 2:
+        return wrong(f"Expected {what}: two whole numbers, got {answer!r}.")
+    return pair[0], pair[1]
+
+
+def as_array(answer: object, what: str) -> np.ndarray | Feedback:
+    """The answer as a float array, or a friendly wrong() when it is missing (None) or not numbers."""
+    if answer is None:
+        return wrong(f"Replace None with {what}.")
+    try:
+        return np.asarray(answer, dtype=float)
     except (TypeError, ValueError):
-        return None
+        return wrong(f"Expected {what}, got {type(answer).__name__}.")

@@ -4,27 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import Feedback, right, wrong
-
-
-def _int_pair(answer: object, what: str) -> tuple[int, int] | Feedback:
-    """The answer as a pair of ints, or a wrong() saying what to put there."""
-    if answer is None:
-        return wrong(f"Replace None with {what}.")
-    if isinstance(answer, range | slice):
-        answer = (answer.start, answer.stop)
-    try:
-        pair = tuple(answer)  # type: ignore[arg-type]
-    except TypeError:
-        return wrong(f"Expected {what}, got {type(answer).__name__}.")
-    if len(pair) != 2 or not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in pair):
-        return wrong(f"Expected {what}: two whole numbers, got {answer!r}.")
-    return int(pair[0]), int(pair[1])
+from ._base import Feedback, as_array, as_pair, right, wrong
 
 
 def check_head_shape(answer: object) -> Feedback:
     """Exercise 1: the shape of Q_i for n = 10 tokens, d_model = 64, h = 8."""
-    pair = _int_pair(answer, "a shape such as (3, 5)")
+    pair = as_pair(answer, "a shape such as (3, 5)")
     if isinstance(pair, Feedback):
         return pair
     n, d_model, h = 10, 64, 8
@@ -39,7 +24,7 @@ def check_head_shape(answer: object) -> Feedback:
 
 def check_head_columns(answer: object) -> Feedback:
     """Exercise 2: the columns (start, stop) of W^Q that belong to head i = 2 when d_model = 64, h = 8."""
-    pair = _int_pair(answer, "a (start, stop) pair as in W_q[:, start:stop]")
+    pair = as_pair(answer, "a (start, stop) pair as in W_q[:, start:stop]")
     if isinstance(pair, Feedback):
         return pair
     d_k, i = 64 // 8, 2
@@ -59,23 +44,23 @@ def head_blocks(h: int = 4, d_model: int = 16, seed: int = 3) -> np.ndarray:
 
 def check_w_q(w_q: object) -> Feedback:
     """Exercise 3: one (16, 16) W^Q from head_blocks(), so that X @ W^Q gives every head's projection."""
-    if w_q is None:
-        return wrong("Replace None with one (16, 16) array built from stacked.")
+    matrix = as_array(w_q, "one (16, 16) array built from stacked")
+    if isinstance(matrix, Feedback):
+        return matrix
     stacked = head_blocks()  # (h, d_model, d_k)
     h, d_model, d_k = stacked.shape
-    w_q = np.asarray(w_q)
     expected = np.concatenate(list(stacked), axis=1)  # (d_model, h * d_k): head i's block in columns i*d_k:(i+1)*d_k
-    if w_q.shape == expected.shape and np.array_equal(w_q, expected):
+    if matrix.shape == expected.shape and np.array_equal(matrix, expected):
         return right("with the blocks side by side, X @ W_q computes all four Q_i in one matmul.")
-    if w_q.shape == (h * d_model, d_k):
+    if matrix.shape == (h * d_model, d_k):
         return wrong("You stacked the blocks on top of each other. Which axis holds the heads' columns?")
-    if w_q.ndim == 3:
+    if matrix.ndim == 3:
         return wrong("That still has an axis for heads. W^Q should be one 2-D (d_model, d_model) matrix.")
-    if w_q.shape == expected.shape and np.array_equal(w_q, stacked.reshape(d_model, h * d_k)):
+    if matrix.shape == expected.shape and np.array_equal(matrix, stacked.reshape(d_model, h * d_k)):
         return wrong(
             "Right shape, but a plain reshape reads the numbers in memory order, head by head. "
             "Compare w_q[:, 4:8] with stacked[1]."
         )
-    if w_q.shape == expected.shape:
+    if matrix.shape == expected.shape:
         return wrong("The shape is right but the entries are not: head i's block belongs in columns i*d_k:(i+1)*d_k.")
     return wrong(f"Expected a matrix of shape {expected.shape}: the blocks side by side.")

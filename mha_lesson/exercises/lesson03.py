@@ -8,7 +8,7 @@ import numpy as np
 
 from ..multihead import multi_head_attention
 from ..toy import MAX_LEN, PREVIOUS, TOKENS, toy_embeddings, toy_params, toy_weights
-from ._base import Feedback, right, wrong
+from ._base import Feedback, as_number, as_whole_number, right, wrong
 
 # Exercise 1: q has variance VAR_Q per component, k has VAR_K, d_k = D_K.
 D_K, VAR_Q, VAR_K = 64, 2.0, 3.0
@@ -16,19 +16,11 @@ D_K, VAR_Q, VAR_K = 64, 2.0, 3.0
 COREF_QUERY = 3
 
 
-def _number(answer: object) -> float | None:
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
-        return None
-    return float(answer)
-
-
 def check_score_variance(answer: object) -> Feedback:
     """Exercise 1: Var(q.k) for d_k = 64 independent components, Var(q_j) = 2, Var(k_j) = 3, all mean 0."""
-    if answer is None:
-        return wrong("Replace None with a number: the variance of q·k.")
-    value = _number(answer)
-    if value is None:
-        return wrong(f"Expected a number, got a {type(answer).__name__}.")
+    value = as_number(answer, "the variance of q·k")
+    if isinstance(value, Feedback):
+        return value
     expected = D_K * VAR_Q * VAR_K
     if math.isclose(value, expected, rel_tol=1e-9):
         return right(
@@ -72,22 +64,20 @@ def check_next_token_shift(shift: object) -> Feedback:
 
 def check_causal_coref(answer: object) -> Feedback:
     """Exercise 3: with a causal mask, which key gets most of the co-reference head's weight from query 3?"""
-    if answer is None:
-        return wrong("Replace None with a key position (an integer from 0 to 10).")
-    value = _number(answer)
-    if value is None or value != int(value):
-        return wrong(f"Expected an integer key position, got {answer!r}.")
+    position = as_whole_number(answer, "a key position, an integer from 0 to 10")
+    if isinstance(position, Feedback):
+        return position
     row = toy_weights(causal=True)[1][COREF_QUERY]  # head 1, query 3
     best = int(np.argmax(row))
-    if int(value) == best:
+    if position == best:
         return right(
             f"key {best} ('{TOKENS[best]}') gets {row[best]:.3f}. The mask hides the later 'the's at 6 and 9, "
             "and the head marks down the query's own position, so only the earlier occurrence is left."
         )
-    if int(value) == COREF_QUERY:
+    if position == COREF_QUERY:
         return wrong(
             "That is the query itself. The head marks its own position down: is there another 'the' it may see?"
         )
-    if int(value) > COREF_QUERY:
+    if position > COREF_QUERY:
         return wrong("A causal mask hides every key after the query. Look only at positions 0 to 3.")
     return wrong("The co-reference head looks for the same word. Which earlier token is also 'the'?")

@@ -17,11 +17,9 @@ HEAD_B = np.array([0.0, 2.0, 0.0])
 
 def check_concat_shape(answer: object) -> Feedback:
     """Exercise 1: shape of concat(head_1, ..., head_h) for n = 7 tokens, d_model = 512, h = 8."""
-    if answer is None:
-        return wrong("Replace None with a shape, as a tuple like (rows, columns).")
-    shape = as_shape(answer)
-    if shape is None:
-        return wrong(f"Expected a tuple of integers, got {answer!r}.")
+    shape = as_shape(answer, "a shape, as a tuple like (rows, columns)")
+    if isinstance(shape, Feedback):
+        return shape
     d_k = D_MODEL // H
     if shape == (N, D_MODEL):
         return right(

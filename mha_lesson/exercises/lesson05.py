@@ -8,7 +8,7 @@ import numpy as np
 
 from ..multihead import multi_head_attention
 from ..projections import MHAParams, init_params
-from ._base import Feedback, as_shape, right, wrong
+from ._base import Feedback, as_array, as_shape, right, wrong
 
 # Exercise 1: the sizes asked about.
 D_MODEL, H = 512, 8
@@ -18,11 +18,9 @@ OFF = 2
 
 def check_block_shape(answer: object) -> Feedback:
     """Exercise 1: shape of W^O_i, the block of W^O that reads head i, for d_model = 512, h = 8."""
-    if answer is None:
-        return wrong("Replace None with a shape, as a tuple like (rows, columns).")
-    shape = as_shape(answer)
-    if shape is None:
-        return wrong(f"Expected a tuple of integers, got {answer!r}.")
+    shape = as_shape(answer, "a shape, as a tuple like (rows, columns)")
+    if isinstance(shape, Feedback):
+        return shape
     d_k = D_MODEL // H
     if shape == (d_k, D_MODEL):
         return right(f"head_i is (n, {d_k}), so head_i W^O_i needs {d_k} rows, and it writes all {D_MODEL} outputs.")
@@ -43,12 +41,9 @@ def exercise_inputs() -> tuple[np.ndarray, MHAParams]:
 
 def check_ablation_delta(answer: object) -> Feedback:
     """Exercise 2: out - out without head OFF, computed from the trace alone."""
-    if answer is None:
-        return wrong("Replace None with an (n, d_model) array computed from the trace and params.")
-    try:
-        delta = np.asarray(answer, dtype=float)
-    except (TypeError, ValueError):
-        return wrong(f"Expected an array, got a {type(answer).__name__}.")
+    delta = as_array(answer, "an (n, d_model) array computed from the trace and params")
+    if isinstance(delta, Feedback):
+        return delta
     x, params = exercise_inputs()
     out = multi_head_attention(x, x, x, params)[0]
     expected = out - multi_head_attention(x, x, x, params.without_heads([OFF]))[0]
@@ -72,12 +67,9 @@ def all_off_inputs() -> tuple[np.ndarray, MHAParams]:
 
 def check_all_off(answer: object) -> Feedback:
     """Exercise 3: the output of all_off_inputs() when every head is switched off (a (4, 8) or (8,) array)."""
-    if answer is None:
-        return wrong("Replace None with an array: the output with every head switched off.")
-    try:
-        got = np.asarray(answer, dtype=float)
-    except (TypeError, ValueError):
-        return wrong(f"Expected an array, got a {type(answer).__name__}.")
+    got = as_array(answer, "an array: the output with every head switched off")
+    if isinstance(got, Feedback):
+        return got
     x, params = all_off_inputs()
     expected = multi_head_attention(x, x, x, params.without_heads(range(params.h)))[0]  # (4, 8)
     try:

@@ -5,25 +5,22 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
-
 from ..attention import causal_mask
 from ..examples import worked_example
 from ..multihead import multi_head_attention
-from ._base import Feedback, right, wrong
+from ._base import Feedback, as_number, as_shape, right, wrong
 
 CAT, FISH = 1, 3  # token positions in the worked example
 
 
 def _probability(answer: object) -> float | Feedback:
     """The answer as a float in [0, 1], or a friendly Feedback."""
-    if answer is None:
-        return wrong("Replace None with your weight, a number between 0 and 1.")
-    if isinstance(answer, bool) or not isinstance(answer, (int, float, np.integer, np.floating)):
-        return wrong(f"Expected a number between 0 and 1, got {type(answer).__name__}.")
-    if not 0.0 <= float(answer) <= 1.0:
+    value = as_number(answer, "your weight, a number between 0 and 1")
+    if isinstance(value, Feedback):
+        return value
+    if not 0.0 <= value <= 1.0:
         return wrong(f"An attention weight lies between 0 and 1 (each row sums to 1); got {answer}.")
-    return float(answer)
+    return value
 
 
 def doubled_query_weight() -> float:
@@ -70,20 +67,20 @@ def check_causal_weight(answer: object) -> Feedback:
 
 def check_shapes(scores_shape: object, concat_shape: object) -> Feedback:
     """Exercise 3: shapes of one head's scores and of the concatenation for n=10, d_model=8, h=2."""
-    if scores_shape is None or concat_shape is None:
-        return wrong("Replace both None with shapes, written as tuples like (2, 3).")
-    try:
-        scores_shape, concat_shape = tuple(scores_shape), tuple(concat_shape)
-    except TypeError:
-        return wrong("Write each shape as a tuple of whole numbers, like (2, 3).")
+    scores = as_shape(scores_shape, "the shape of one head's scores, a tuple like (2, 3)")
+    if isinstance(scores, Feedback):
+        return scores
+    concat = as_shape(concat_shape, "the shape of the concatenation, a tuple like (2, 3)")
+    if isinstance(concat, Feedback):
+        return concat
     n, d_model, h = 10, 8, 2
-    good_scores, good_concat = scores_shape == (n, n), concat_shape == (n, d_model)
+    good_scores, good_concat = scores == (n, n), concat == (n, d_model)
     if good_scores and good_concat:
         return right("the scores grow as n × n whatever d_model is; the concatenation is back to d_model wide.")
     if not good_scores:
-        if scores_shape == (n, d_model // h):
+        if scores == (n, d_model // h):
             return wrong("(n, d_k) is the shape of Q_i or head_i; the scores compare every query with every key.")
         return wrong("Scores have one row per query and one column per key.")
-    if concat_shape == (n, d_model // h):
+    if concat == (n, d_model // h):
         return wrong("That is one head's output; the concatenation puts all h heads side by side.")
     return wrong("The concatenation has one row per token and h·d_k columns.")

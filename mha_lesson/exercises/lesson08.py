@@ -22,17 +22,21 @@ SYMPTOM_HINTS = {
 }
 
 
-def _normalise_name(answer: object) -> str | None:
-    return answer.strip().lower() if isinstance(answer, str) else None
+def _mistake_name(answer: object, what: str) -> str | Feedback:
+    """The answer as one of MISTAKES' names (case and spaces ignored), or a friendly wrong()."""
+    if answer is None:
+        return wrong(f"Replace None with {what}.")
+    name = answer.strip().lower() if isinstance(answer, str) else None
+    if name not in MISTAKES:
+        return wrong(f"Use one of the registry's names: {', '.join(MISTAKES)}.")
+    return name
 
 
 def check_symptom(answer: object) -> Feedback:
     """Exercise 1: which mistake lets a decoder read the future (rows sum to 1, training loss too good)?"""
-    name = _normalise_name(answer)
-    if answer is None:
-        return wrong("Replace None with the name of a mistake, as a string, e.g. 'no_scale'.")
-    if name not in MISTAKES:
-        return wrong(f"Use one of the registry's names: {', '.join(MISTAKES)}.")
+    name = _mistake_name(answer, "the name of a mistake, as a string, e.g. 'no_scale'")
+    if isinstance(name, Feedback):
+        return name
     if name == "mask_with_zero":
         return right(
             "a score of 0 still gets weight exp(0) > 0, so every position sees later tokens during training "
@@ -78,11 +82,9 @@ def mystery_mha(q: np.ndarray, k: np.ndarray, v: np.ndarray, params: MHAParams) 
 
 def check_mystery(answer: object) -> Feedback:
     """Exercise 3: the name of the mistake in mystery_mha."""
-    name = _normalise_name(answer)
-    if answer is None:
-        return wrong("Replace None with the name of a mistake, as a string: run the checks on mystery_mha first.")
-    if name not in MISTAKES:
-        return wrong(f"Use one of the registry's names: {', '.join(MISTAKES)}.")
+    name = _mistake_name(answer, "the name of a mistake, as a string: run the checks on mystery_mha first")
+    if isinstance(name, Feedback):
+        return name
     if name == "concat_order":
         return right(
             "the heads are computed last to first and concatenated in that order, so W^O's block 0 reads "

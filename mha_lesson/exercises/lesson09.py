@@ -12,18 +12,18 @@ from ..encoder import encoder_layer, init_encoder_layer
 from ..multihead import multi_head_attention
 from ..projections import init_params
 from ..toy import TOKENS, token_part
-from ._base import Feedback, right, wrong
+from ._base import Feedback, as_array, as_whole_number, right, wrong
 
 N_CAUSAL = len(TOKENS)  # exercise 2 asks about the toy sentence
 
 
 def check_cross_attention(answer: object) -> Feedback:
     """Exercise 1: the output of cross-attention from the decoder y to the encoder x (translation example)."""
-    if answer is None:
-        return wrong("Replace None with the output of your multi_head_attention call.")
     if isinstance(answer, tuple) and len(answer) == 2:
         answer = answer[0]  # the (output, weights) pair: the output is what is asked for
-    out = np.asarray(answer)
+    out = as_array(answer, "the output of your multi_head_attention call")
+    if isinstance(out, Feedback):
+        return out
     y, x = translation_inputs()
     params = translation_params()
     expected = multi_head_attention(y, x, x, params)[0]
@@ -43,17 +43,16 @@ def check_cross_attention(answer: object) -> Feedback:
 
 def check_causal_count(answer: object) -> Feedback:
     """Exercise 2: how many (query, key) pairs a causal mask allows for the toy sentence."""
-    if answer is None:
-        return wrong("Replace None with a whole number.")
-    if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
-        return wrong(f"Expected a whole number, got {answer!r}.")
+    count = as_whole_number(answer, "the number of query-key pairs the mask allows")
+    if isinstance(count, Feedback):
+        return count
     allowed = int(causal_mask(N_CAUSAL).sum())
     n = N_CAUSAL
-    if answer == allowed:
+    if count == allowed:
         return right(f"n(n+1)/2 = {allowed}: a little more than half of the {n * n} pairs.")
-    if answer == n * n:
+    if count == n * n:
         return wrong("That counts every pair; the mask hides the keys after each query.")
-    if answer == n * (n - 1) // 2:
+    if count == n * (n - 1) // 2:
         return wrong("Close: a query may also attend to its own position.")
     return wrong("Count row by row: query i may attend to keys 0, 1, ..., i.")
 

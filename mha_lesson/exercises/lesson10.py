@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..cost import param_count
-from ._base import Feedback, right, wrong
+from ._base import Feedback, as_number, as_pair, right, wrong
 
 # all-MiniLM-L6-v2's sizes.
 D_MODEL, H, N_LAYERS = 384, 12, 6
@@ -15,20 +15,11 @@ N_KEYS = 8
 OFF_HEAD = 5
 
 
-def _number(answer: object) -> float | None:
-    try:
-        return float(answer)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-
-
 def check_attention_parameters(answer: object) -> Feedback:
     """Exercise 1: learned numbers in all six attention layers of MiniLM (W^Q, W^K, W^V, W^O and their biases)."""
-    if answer is None:
-        return wrong("Replace None with a whole number.")
-    value = _number(answer)
-    if value is None:
-        return wrong(f"Expected a number, got {answer!r}.")
+    value = as_number(answer, "the number of parameters, a whole number")
+    if isinstance(value, Feedback):
+        return value
     per_layer = param_count(D_MODEL, H, bias=True)
     if value == N_LAYERS * per_layer:
         return right(
@@ -46,11 +37,9 @@ def check_attention_parameters(answer: object) -> Feedback:
 
 def check_uniform_entropy(answer: object) -> Feedback:
     """Exercise 2: entropy in nats of an attention row spreading its weight evenly over 8 keys."""
-    if answer is None:
-        return wrong("Replace None with a number (in nats, so use the natural logarithm).")
-    value = _number(answer)
-    if value is None:
-        return wrong(f"Expected a number, got {answer!r}.")
+    value = as_number(answer, "the entropy in nats: use the natural logarithm")
+    if isinstance(value, Feedback):
+        return value
     expected = math.log(N_KEYS)
     if abs(value - expected) < 1e-3:
         return right(f"-sum 1/8 ln(1/8) = ln 8 = {expected:.3f} nats: the largest entropy a row over 8 keys can have.")
@@ -63,12 +52,10 @@ def check_uniform_entropy(answer: object) -> Feedback:
 
 def check_rows_switched_off(answer: object) -> Feedback:
     """Exercise 3: the rows of a layer's W^O (start, stop) that MHAParams.without_heads([5]) sets to zero."""
-    if answer is None:
-        return wrong("Replace None with a (start, stop) pair of row indices, stop excluded, as in a slice.")
-    try:
-        start, stop = (int(v) for v in answer)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        return wrong(f"Expected two integers (start, stop), got {answer!r}.")
+    rows = as_pair(answer, "a (start, stop) pair of row indices, stop excluded, as in a slice")
+    if isinstance(rows, Feedback):
+        return rows
+    start, stop = rows
     d_k = D_MODEL // H
     if (start, stop) == (OFF_HEAD * d_k, (OFF_HEAD + 1) * d_k):
         return right(
