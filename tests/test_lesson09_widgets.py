@@ -7,16 +7,20 @@ from mha_lesson.toy import TOKENS
 from mha_lesson.widgets import connections as wc
 
 
-def test_cross_attention_explorer_resizes_its_maps_with_n_q_and_n_kv():
+def test_cross_attention_explorer_colours_an_n_q_by_n_kv_block():
     ex = wc.cross_attention_explorer()
     assert ex.error is None
     before = ex.image.value
     ex.set(n_q=3, n_kv=9)
     assert ex.data["weights"].shape == (conn.X_H, 3, 9)
-    for im, w in zip(ex.images, ex.data["weights"], strict=True):
-        np.testing.assert_array_equal(im.get_array(), w)
-        assert [t.get_text() for t in im.axes.get_xticklabels()] == [f"x{j}" for j in range(9)]
-        assert [t.get_text() for t in im.axes.get_yticklabels()] == [f"y{i}" for i in range(3)]
+    for i, (im, w) in enumerate(zip(ex.images, ex.data["weights"], strict=True)):
+        grid = im.get_array()  # every position up to MAX_LEN; those beyond the sequences are masked (grey)
+        assert grid.shape == (wc.MAX_LEN, wc.MAX_LEN)
+        np.testing.assert_array_equal(grid[:3, :9], w)
+        assert not grid.mask[:3, :9].any() and grid.mask[3:].all() and grid.mask[:, 9:].all()
+        assert [t.get_text() for t in im.axes.get_xticklabels()] == [f"x{j}" for j in range(wc.MAX_LEN)]
+        assert [t.get_text() for t in im.axes.get_yticklabels()] == [f"y{i}" for i in range(wc.MAX_LEN)]
+        assert im.axes.get_title() == f"head {i}: (3 × 9) weights"
     assert ex.image.value != before
     assert "(2, 3, 9)" in ex.text.value and "output: (3, 16)" in ex.text.value
 
@@ -30,6 +34,8 @@ def test_cross_attention_explorer_self_mode_and_causal():
     assert ex.error is None and ex.controls["n_kv"].disabled
     w = ex.data["weights"]
     assert w.shape == (conn.X_H, 4, 4) and np.all(np.triu(w, k=1) == 0)
+    keys = [t.get_text() for t in ex.images[0].axes.get_xticklabels()]
+    assert keys[:2] == ["y0", "y1"] and "decoder" in ex.images[0].axes.get_xlabel()  # one sequence: y on both axes
     ex.set(causal=False, mode="cross-attention")
     assert not ex.controls["n_kv"].disabled and ex.data["weights"].shape == (conn.X_H, 4, 6)
 

@@ -16,6 +16,11 @@ def _checked_labels(name: str, labels: Sequence[str], n: int) -> list[str]:
     return [str(t) for t in labels]
 
 
+def weight_colour(w: float) -> str:
+    """Colour of a printed weight: white on viridis' dark low end, black on its light high end."""
+    return "w" if w < 0.6 else "k"
+
+
 def attention_heatmap(
     ax: Axes,
     weights: np.ndarray,
@@ -47,7 +52,7 @@ def attention_heatmap(
         for i in range(n_q):
             for j in range(n_kv):
                 w = weights[i, j]
-                ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, color="w" if w < 0.6 else "k")
+                ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, color=weight_colour(w))
     if colorbar:
         ax.figure.colorbar(im, ax=ax, label="weight (row sums to 1)", shrink=0.8)
     return im
@@ -61,7 +66,7 @@ def heatmap_grid(
     titles: Sequence[str] | None = None,
     ncols: int = 4,
 ) -> list[AxesImage]:
-    """One heatmap per head on fig from weights (h, n_q, n_kv), sharing one colour bar."""
+    """One heatmap per head on fig from weights (h, n_q, n_kv), sharing one colour bar and the query labels of a row."""
     weights = np.asarray(weights)
     if weights.ndim != 3:
         raise ValueError(f"weights: expected (h, n_q, n_kv), got shape {weights.shape}")
@@ -76,5 +81,8 @@ def heatmap_grid(
             continue
         title = titles[i] if titles is not None else f"head {i}"
         images.append(attention_heatmap(ax, weights[i], tokens, tokens, title=title, colorbar=False, annotate=False))
+        if i % ncols:  # rows are the same queries in every panel: name them once per row of panels
+            ax.tick_params(labelleft=False)
+            ax.set_ylabel("")
     fig.colorbar(images[0], ax=axes, label="weight (row sums to 1)", shrink=0.8)
     return images

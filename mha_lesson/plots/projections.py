@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -64,19 +65,26 @@ def token_plane(
     n = len(tokens)
     queries = ax.scatter(np.zeros(n), np.zeros(n), marker="o", s=40, color="C0", label="query (a row of $Q_i$)")
     keys = ax.scatter(np.zeros(n), np.zeros(n), marker="^", s=48, color="C1", label="key (a row of $K_i$)")
-    # Labels sit a few points off their marker: queries above right, keys below right.
-    q_text = [
-        ax.annotate(t, (0, 0), xytext=_Q_OFFSET, textcoords="offset points", color="C0", fontsize=9) for t in tokens
-    ]
-    k_text = [
-        ax.annotate(t, (0, 0), xytext=_K_OFFSET, textcoords="offset points", color="C1", fontsize=9, va="top")
-        for t in tokens
-    ]
+    # Labels sit a few points off their marker: queries above right, keys below right. The limits always
+    # contain every point (set_token_plane), so skip the per-draw test of whether each point is inside.
+    style = {"textcoords": "offset points", "fontsize": 9, "annotation_clip": False}
+    q_text = [ax.annotate(t, (0, 0), xytext=_Q_OFFSET, color="C0", **style) for t in tokens]
+    k_text = [ax.annotate(t, (0, 0), xytext=_K_OFFSET, color="C1", va="top", **style) for t in tokens]
     ax.axhline(0, color="0.8", linewidth=0.8, zorder=0)
     ax.axvline(0, color="0.8", linewidth=0.8, zorder=0)
     ax.set_aspect("equal", adjustable="box")
-    ax.legend(loc="upper left", fontsize=8)
+    # Below the panel, where no point can hide under it.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2, fontsize=8)
     return queries, keys, q_text, k_text
+
+
+def nice_limit(x: float) -> float:
+    """The smallest of 1, 1.5, 2, 3, 4, 5, 7.5 times a power of ten that is at least x > 0.
+
+    Few distinct limits mean few distinct backgrounds (ticks and their labels) for a redraw to cache.
+    """
+    power = 10.0 ** math.floor(math.log10(x))
+    return next(m * power for m in (1, 1.5, 2, 3, 4, 5, 7.5, 10) if m * power >= x * (1 - 1e-12))
 
 
 def set_token_plane(
@@ -91,8 +99,8 @@ def set_token_plane(
     keys.set_offsets(k2)
     for label, xy in zip([*q_text, *k_text], np.concatenate([q2, k2]), strict=True):
         label.xy = tuple(xy)
-    # The cloud fills the panel (tick values give the scale), with room for the legend and the labels.
-    lim = 1.35 * max(float(np.abs(np.concatenate([q2, k2])).max()), 1e-9)
+    # The cloud fills most of the panel (tick values give the scale), with room for the labels.
+    lim = nice_limit(1.2 * max(float(np.abs(np.concatenate([q2, k2])).max()), 1e-9))
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-lim, lim)
     spread_labels(ax, q_text, k_text)

@@ -203,10 +203,10 @@ class Explorer:
                         if not spine.get_animated():  # an animated spine was drawn with the moving artists
                             ax.draw_artist(spine)
         buf = io.BytesIO()
-        # Flat colours compress well even at level 1, which encodes several times faster than the default 6.
-        Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-            buf, format="png", compress_level=1
-        )
+        rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+        # The figure is opaque, so RGB loses nothing and encodes faster. Flat colours compress well even at
+        # level 1, which encodes several times faster than the default 6.
+        rgba.convert("RGB").save(buf, format="png", compress_level=1)
         return buf.getvalue()
 
     def _on_change(self, change: dict) -> None:

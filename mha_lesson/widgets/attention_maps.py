@@ -189,21 +189,24 @@ class AttentionMapExplorer(Explorer):
         suptitle = fig.suptitle("", y=1 - 0.08 / size[1], va="top")
         animated = [*images, suptitle]  # what changes on a move: draw animates them when it shows this grid
         for i, im in enumerate(images):
-            if i % ncols:  # rows are the same queries in every panel: label them once per row of panels
-                im.axes.tick_params(labelleft=False)
-                im.axes.set_ylabel("")
-            if not labelled:  # positions, not fractions of one; numbered on the first panel of a row only
-                im.axes.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
-                im.axes.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
-                if i % ncols:  # every panel has the same keys: fewer labels also make a change of n cheaper
-                    im.axes.tick_params(labeltop=False)
-                    im.axes.set_xlabel("")
             animated.extend(im.axes.spines.values())  # the heatmap covers its frame: draw the frame again
+            if labelled:
+                continue
+            # Random input has positions, not words: numbered on the first panel of each row only. Every panel
+            # has the same queries and keys, and the numbers move with n, so they are drawn with each move
+            # (animated) on those panels, and the other panels carry no ticks at all: one background serves every n.
+            if i % ncols:
+                im.axes.tick_params(top=False, left=False, labeltop=False)
+                im.axes.set_xlabel("")
+            else:
+                im.axes.xaxis.set_major_locator(MaxNLocator(nbins=4 if ncols > 4 else 5, integer=True))
+                im.axes.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+                animated.extend([im.axes.xaxis, im.axes.yaxis])
         return {"figure": fig, "canvas": canvas, "images": images, "suptitle": suptitle, "animated": animated}
 
-    def background_key(self) -> int:
-        """A grid's background changes only with n (the axis limits and ticks); the base tells grids apart."""
-        return self.data["n"]
+    def background_key(self) -> int | None:
+        """Random input's ticks move with n; the toy sentence's token labels never do (the base tells grids apart)."""
+        return None
 
     @staticmethod
     def heading(data: dict[str, Any]) -> str:

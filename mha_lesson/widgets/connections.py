@@ -16,7 +16,6 @@ from ..attention import causal_mask
 from ..connections import ENCODINGS, X_DMODEL, X_H, position_head
 from ..multihead import multi_head_attention
 from ..plots.attention import attention_heatmap
-from ..plots.heads import set_heatmaps
 from ..projections import init_params
 from ..toy import TOKENS
 from ._base import Explorer, settle_layout
@@ -85,6 +84,8 @@ def describe_shapes(data: dict[str, Any]) -> str:
 class CrossAttentionExplorer(Explorer):
     """Sliders n_q and n_kv, a self/cross switch and a causal toggle -> each head's (n_q, n_kv) weights."""
 
+    backgrounds_kept = len(MODES)  # one per labelling of the keys
+
     def __init__(self, n_q: int = 4, n_kv: int = 6, mode: str = "cross-attention", causal: bool = False) -> None:
         controls = {
             "mode": widgets.ToggleButtons(options=MODES, value=mode, description="mode"),
@@ -107,16 +108,19 @@ class CrossAttentionExplorer(Explorer):
         self.controls["n_kv"].disabled = self.controls["mode"].value == "self-attention"
 
     def setup(self, fig: Figure) -> None:
-        """One heatmap per head, created once and resized in draw."""
+        """One heatmap per head over every position up to MAX_LEN; positions beyond n_q or n_kv stay grey."""
         axes = fig.subplots(1, X_H)
-        fig.suptitle(f"random sequences through a random {X_H}-head layer (d_model = {X_DMODEL})")
-        # Lay the figure out once at the largest sizes (longest labels), then keep it: re-running the layout
-        # on every move measured every tick label again and cost about half of each refresh.
-        big, labels = np.zeros((MAX_LEN, MAX_LEN)), [f"y{MAX_LEN - 1}"] * MAX_LEN
+        fig.suptitle(
+            f"random sequences through a random {X_H}-head layer (d_model = {X_DMODEL}); "
+            "grey: no such position at these lengths"
+        )
+        # A fixed MAX_LEN x MAX_LEN grid: a length change only recolours cells, so axes, ticks and labels
+        # are painted once per mode and reused (relabelling every tick on each move cost most of a refresh).
+        empty, labels = np.ma.masked_all((MAX_LEN, MAX_LEN)), [f"y{i}" for i in range(MAX_LEN)]
         self.images = [
             attention_heatmap(
                 ax,
-                big,
+                empty,
                 labels,
                 labels,
                 title=f"head {i}: ({MAX_LEN} × {MAX_LEN}) weights",
@@ -125,27 +129,38 @@ class CrossAttentionExplorer(Explorer):
             )
             for i, ax in enumerate(axes)
         ]
-        for ax in axes:
-            ax.set_ylabel("query (decoder position)")
-            ax.set_xlabel("key (encoder position)")
+        for im in self.images:
+            im.set_cmap(im.get_cmap().with_extremes(bad="0.88"))  # masked = beyond the sequence
+            im.axes.set_ylabel("query (decoder position)")
         settle_layout(fig)
+        self.labelled_mode: str | None = None  # the mode whose key labels the axes now show
+        self.animate(*self.images, *(im.axes.title for im in self.images))
 
     def compute(self, mode: str, n_q: int, n_kv: int, causal: bool) -> dict[str, Any]:
         """attention_shapes at the controls' values."""
         return attention_shapes(n_q, n_kv, mode, causal)
 
     def draw(self, data: dict[str, Any]) -> None:
-        """Resize the heatmaps and relabel their axes."""
+        """Recolour the grids' top-left (n_q, n_kv) blocks; relabel the keys when the mode changed."""
         w = data["weights"]
         n_q, n_kv = w.shape[-2:]
-        set_heatmaps(self.images, w, [f"head {i}: ({n_q} × {n_kv}) weights" for i in range(X_H)])
-        for im in self.images:
-            im.axes.set_yticks(range(n_q), data["q_labels"])
-            im.axes.set_xticks(range(n_kv), data["k_labels"], rotation=90)
-            im.axes.set_xlabel(
-                "key (decoder position)" if data["mode"] == "self-attention" else "key (encoder position)"
-            )
+        grid = np.ma.masked_all((X_H, MAX_LEN, MAX_LEN))
+        grid[:, :n_q, :n_kv] = w  # (h, n_q, n_kv) into the top-left corner; the rest stays masked
+        for i, im in enumerate(self.images):
+            im.set_data(grid[i])
+            # set_text, not set_title: set_title would reset the position the layout gave the title.
+            im.axes.title.set_text(f"head {i}: ({n_q} × {n_kv}) weights")
+        if data["mode"] != self.labelled_mode:
+            cross = data["mode"] == "cross-attention"
+            for im in self.images:
+                im.axes.set_xticks(range(MAX_LEN), [f"{'x' if cross else 'y'}{j}" for j in range(MAX_LEN)], rotation=90)
+                im.axes.set_xlabel(f"key ({'encoder' if cross else 'decoder'} position)")
+            self.labelled_mode = data["mode"]
         self.text.value = describe_shapes(data)
+
+    def background_key(self) -> str:
+        """The key labels, which follow the mode."""
+        return self.data["mode"]
 
 
 def cross_attention_explorer(**values: Any) -> CrossAttentionExplorer:
@@ -188,6 +203,8 @@ class PositionHeadExplorer(Explorer):
         self.heatmap = attention_heatmap(ax, np.zeros((n, n)), TOKENS, TOKENS, annotate=False)
         ax.set_title("query i looks for position i − 3 (sinusoidal)")  # the longest title, for the layout
         settle_layout(fig)  # the axes never change: one layout pass instead of one per move
+        # Only the weights and the title change on a move; labels, ticks and colour bar stay in the background.
+        self.animate(self.heatmap, ax.title)
 
     def compute(self, offset: int, encoding: str, gain: float) -> dict[str, Any]:
         """position_head at the controls' values."""
@@ -197,7 +214,8 @@ class PositionHeadExplorer(Explorer):
         """Swap the weights into the heatmap."""
         k = data["offset"]
         self.heatmap.set_data(data["weights"])
-        self.heatmap.axes.set_title(
+        # set_text, not set_title: set_title would reset the position the layout gave the title.
+        self.heatmap.axes.title.set_text(
             f"query i looks for position i {'−' if k >= 0 else '+'} {abs(k)} ({data['encoding']})"
         )
         self.text.value = describe_position_head(data)

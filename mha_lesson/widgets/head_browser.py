@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .. import headscores
-from ..plots.attention import attention_heatmap
+from ..plots.attention import attention_heatmap, weight_colour
 from ..pretrained import MiniLM, ModelNotInstalledError, load_minilm
 from ._base import Explorer, settle_layout
 
@@ -93,17 +93,30 @@ class HeadBrowser(Explorer):
         tokens = tuple(data["tokens"])
         title = f"layer {data['layer']}, head {data['head']}: attention weights (queries on rows)"
         annotate = len(tokens) <= 8
-        if self.shown == (tokens, annotate) and not annotate:
-            self.image_artist.set_data(data["weights"])  # same tokens: only the numbers change
-            self.ax.set_title(title)
-        else:
+        if self.shown != (tokens, annotate):
+            # A new text: new token labels, so a new layout; a layer or head move then keeps it.
             self.figure.clear()
             self.ax = self.figure.add_subplot()
             self.image_artist = attention_heatmap(self.ax, data["weights"], tokens, tokens, title=title,
                                                   annotate=annotate)  # fmt: skip
             self.shown = (tokens, annotate)
-            settle_layout(self.figure)  # lay out once per text; slider moves then skip the layout pass
+            settle_layout(self.figure)
+            # What a layer or head move changes: the colours, the title and any printed weights.
+            self.moving = []
+            self.animate(self.image_artist, self.ax.title, *self.ax.texts)
+            self.invalidate_background()
+        self.image_artist.set_data(data["weights"])
+        # set_text, not set_title: set_title would reset the position the layout gave the title.
+        self.ax.title.set_text(title)
+        if annotate:  # the printed weights, row by row as attention_heatmap wrote them
+            for label, w in zip(self.ax.texts, data["weights"].flat, strict=True):
+                label.set_text(f"{w:.2f}")
+                label.set_color(weight_colour(w))
         self.text.value = describe(data)
+
+    def background_key(self) -> tuple[tuple[str, ...], bool] | None:
+        """The background holds the token labels (the text's word pieces)."""
+        return self.shown
 
     def show_message(self, text: str) -> None:
         self.text.value = ""  # the description belonged to the plot that the message replaces

@@ -108,6 +108,8 @@ def projection_view(
 class ProjectionExplorer(Explorer):
     """Controls h, head, view, shared, seed -> one head's queries and keys in 2-D, beside its attention map."""
 
+    backgrounds_kept = 8  # (view, plane size) pairs: nice_limit keeps them few
+
     def __init__(self, h: int = 4, head: int = 0, seed: int = 0) -> None:
         controls = {
             "h": widgets.SelectionSlider(options=HEADS, value=h, description="h"),
@@ -143,10 +145,12 @@ class ProjectionExplorer(Explorer):
         self.plane_artists = token_plane(self.ax_plane, EXAMPLE_TOKENS)
         n = len(EXAMPLE_TOKENS)
         self.im = attention_heatmap(self.ax_map, np.zeros((n, n)), EXAMPLE_TOKENS, EXAMPLE_TOKENS, annotate=False)
-        # What a move changes: the whole plane panel (its limits follow the points), the map and its title.
-        # The map's labels, ticks and colour bar are painted once and reused (see Explorer.render_png).
+        # What a move changes: the points, their labels, the map and the titles. The frames, ticks, axis labels
+        # and legend are painted once per view and plane size (background_key) and reused.
+        queries, keys, q_text, k_text = self.plane_artists
+        self.ax_plane.title.set_fontsize(10)
         self.ax_map.title.set_fontsize(10)
-        self.animate(self.ax_plane, self.im, self.ax_map.title)
+        self.animate(queries, keys, *q_text, *k_text, self.ax_plane.title, self.im, self.ax_map.title)
 
     def compute(self, h: int, head: int, view: str, shared: bool, seed: int) -> dict[str, Any]:
         return projection_view(h, head, view, shared, seed)
@@ -155,24 +159,43 @@ class ProjectionExplorer(Explorer):
         i, d_k = data["head"], data["d_k"]
         set_token_plane(self.ax_plane, self.plane_artists, data["q2"], data["k2"])
         if data["view"] == "pca":
-            self.ax_plane.set_xlabel(f"direction 1 of the best plane in head {i}'s space")
+            self.ax_plane.set_xlabel("direction 1 of the best plane in the head's space")
             self.ax_plane.set_ylabel("direction 2")
         else:
-            a = data["columns"][0]
-            self.ax_plane.set_xlabel(f"coordinate 0 of head {i} (column {a} of Q, K)")
-            self.ax_plane.set_ylabel(f"coordinate 1 (column {a + 1})")
-        self.ax_plane.set_title(f"head {i}: queries and keys in its d_k = {d_k} space", fontsize=10)
+            self.ax_plane.set_xlabel("coordinate 0 of the head's space (its first column)")
+            self.ax_plane.set_ylabel("coordinate 1 (its second column)")
+        kept = (
+            "a 2-D space: the plane is all of it"
+            if d_k == 2
+            else f"the plane shows {data['kept']:.0%} of their squared length"
+        )
+        # set_text, not set_title: set_title would reset the positions the first full draw gave the titles.
+        self.ax_plane.title.set_text(f"head {i}: queries and keys, d_k = {d_k}\n({kept})")
         self.im.set_data(data["weights"])
-        # set_text, not set_title: set_title would reset the position the first full draw lifted above the keys.
         self.ax_map.title.set_text(f"head {i} of {data['h']}: attention weights")
+        self.text.value = self.summary(data)
+
+    def background_key(self) -> tuple[str, float]:
+        """The background holds the plane's axis labels (they follow the view) and its ticks (they follow the size)."""
+        return self.data["view"], self.ax_plane.get_xlim()[1]
+
+    @staticmethod
+    def summary(data: dict[str, Any]) -> str:
+        """One HTML paragraph: the head's columns and shapes, what a score is, and how exact the picture is."""
+        i, d_k, h = data["head"], data["d_k"], data["h"]
         a, b = data["columns"]
         exact = (
             "With d_k = 2 the plane is the head's whole space: its dot products are exact."
             if d_k == 2
             else f"The plane keeps {data['kept']:.0%} of the squared length: its dot products are approximate."
         )
-        same = " All heads share head 0's W, so every head shows this picture." if data["shared"] else ""
-        self.text.value = (
+        if not data["shared"]:
+            same = ""
+        elif h == 1:
+            same = " With a single head there is no other head to share W with: this box changes nothing."
+        else:
+            same = f" All {h} heads share head 0's W, so every head shows this picture."
+        return (
             f"Head {i} owns columns {a}:{b} of W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, so Q<sub>{i}</sub>, "
             f"K<sub>{i}</sub>, V<sub>{i}</sub> are ({len(data['tokens'])}, {d_k}). A score is a dot product q · k: a "
             f"query gives most weight to keys that point its way. {exact}{same}"
