@@ -121,11 +121,14 @@ def test_explorer_shows_the_selected_change_and_every_heads_bar():
     e = ablation_explorer()
     assert e.error is None and e.data["off"] == 0
     assert [b.get_height() for b in e.bars] == pytest.approx(list(e.data["changes"]))
-    np.testing.assert_array_equal(e.im.get_array(), e.data["delta"])
+    # Shown in units of the largest |output| entry, on a fixed -1..1 colour scale.
+    np.testing.assert_allclose(e.im.get_array(), e.data["delta"] / np.abs(e.data["out"]).max())
+    assert e.im.get_clim() == (-1, 1)
     png = e.image.value
     e.controls["off"].value = 3
     assert e.image.value != png
-    np.testing.assert_array_equal(e.im.get_array(), ablation("toy sentence", off=3)["delta"])
+    three = ablation("toy sentence", off=3)
+    np.testing.assert_allclose(e.im.get_array(), three["delta"] / np.abs(three["out"]).max())
     colours = [b.get_facecolor() for b in e.bars]
     assert colours[3] != colours[0]  # the switched-off head is highlighted
     assert e.controls["h"].disabled and e.controls["seed"].disabled

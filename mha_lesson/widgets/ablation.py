@@ -129,8 +129,12 @@ class AblationExplorer(Explorer):
         # Fixed margins (inches): constrained layout would measure every label again at each change.
         fixed_margins(fig, left=0.75, right=0.1, top=0.35, bottom=0.55, wspace=0.22)
         self.ax_bars, self.ax_delta = fig.subplots(1, 2, width_ratios=(1, 2.2))
-        self.im = self.ax_delta.imshow(np.zeros((N, D_MODEL)), cmap="RdBu_r", aspect="auto", interpolation="nearest")
-        self.figure.colorbar(self.im, ax=self.ax_delta, label="change (units of the output)", shrink=0.85)
+        # Changes in units of the largest |output| entry: one fixed scale for every head, input and seed, so
+        # bigger changes look bigger and the colour bar stays in the cached background.
+        self.im = self.ax_delta.imshow(
+            np.zeros((N, D_MODEL)), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest"
+        )
+        self.figure.colorbar(self.im, ax=self.ax_delta, label="Δ / max |output|", shrink=0.85)
         self.ax_delta.set_xlabel("output feature (column of out)")
         self.ax_delta.set_ylabel("token (query position)")
         self.animate(self.im, self.ax_delta.title)
@@ -159,10 +163,7 @@ class AblationExplorer(Explorer):
             bar.set_height(data["changes"][i])
             bar.set_color("C3" if i == off else "C0")
         self.ax_bars.set_ylim(0, max(1.0, 1.1 * float(data["changes"].max())))
-        delta = data["delta"]
-        self.im.set_data(delta)
-        vmax = float(np.abs(data["out"]).max()) or 1.0  # one scale for all heads: bigger changes look bigger
-        self.im.set_clim(-vmax, vmax)
+        self.im.set_data(data["delta"] / (float(np.abs(data["out"]).max()) or 1.0))
         tokens = data["tokens"]
         if tokens is not None:
             self.ax_delta.set_yticks(range(len(tokens)), tokens)
@@ -174,8 +175,8 @@ class AblationExplorer(Explorer):
         self.layout_key = key
 
     def background_key(self) -> tuple:
-        """The background changes with the bars' number and y-limit, the row labels and the colour scale."""
-        return (self.layout_key, self.ax_bars.get_ylim(), self.im.get_clim())  # the colour bar shows the clim
+        """The background changes with the bars' number and y-limit and the row labels."""
+        return (self.layout_key, self.ax_bars.get_ylim())
 
 
 def ablation_explorer(**values: Any) -> AblationExplorer:

@@ -187,7 +187,7 @@ class AttentionMapExplorer(Explorer):
         fixed_margins(fig, left=left, right=0.05, top=top, bottom=0.1, wspace=0.08, hspace=gap / panel)
         images = heatmap_grid(fig, data["weights"], data["tokens"], titles=data["titles"], ncols=ncols)
         suptitle = fig.suptitle("", y=1 - 0.08 / size[1], va="top")
-        animated = [*images, suptitle]  # what changes on a move: draw animates them when it shows this grid
+        animated = [*images]  # what changes on a move: draw animates them when it shows this grid
         for i, im in enumerate(images):
             animated.extend(im.axes.spines.values())  # the heatmap covers its frame: draw the frame again
             if labelled:
@@ -204,9 +204,12 @@ class AttentionMapExplorer(Explorer):
                 animated.extend([im.axes.xaxis, im.axes.yaxis])
         return {"figure": fig, "canvas": canvas, "images": images, "suptitle": suptitle, "animated": animated}
 
-    def background_key(self) -> int | None:
-        """Random input's ticks move with n; the toy sentence's token labels never do (the base tells grids apart)."""
-        return None
+    def background_key(self) -> str:
+        """The figure title (it follows the input and the mask); the base tells grids apart.
+
+        Random input's tick numbers move with n but are animated, so one background serves every n.
+        """
+        return self.heading(self.data)
 
     @staticmethod
     def heading(data: dict[str, Any]) -> str:

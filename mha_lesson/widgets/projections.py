@@ -147,10 +147,14 @@ class ProjectionExplorer(Explorer):
         self.im = attention_heatmap(self.ax_map, np.zeros((n, n)), EXAMPLE_TOKENS, EXAMPLE_TOKENS, annotate=False)
         # What a move changes: the points, their labels, the map and the titles. The frames, ticks, axis labels
         # and legend are painted once per view and plane size (background_key) and reused.
+        # Text is drawn glyph by glyph, so what changes is kept short: a still title over a one-line readout.
         queries, keys, q_text, k_text = self.plane_artists
-        self.ax_plane.title.set_fontsize(10)
+        self.ax_plane.set_title("queries and keys in one head's space", fontsize=10, pad=16)
+        self.plane_info = self.ax_plane.text(
+            0.5, 1.02, "", transform=self.ax_plane.transAxes, ha="center", va="bottom", fontsize=9
+        )
         self.ax_map.title.set_fontsize(10)
-        self.animate(queries, keys, *q_text, *k_text, self.ax_plane.title, self.im, self.ax_map.title)
+        self.animate(queries, keys, *q_text, *k_text, self.plane_info, self.im, self.ax_map.title)
 
     def compute(self, h: int, head: int, view: str, shared: bool, seed: int) -> dict[str, Any]:
         return projection_view(h, head, view, shared, seed)
@@ -164,14 +168,10 @@ class ProjectionExplorer(Explorer):
         else:
             self.ax_plane.set_xlabel("coordinate 0 of the head's space (its first column)")
             self.ax_plane.set_ylabel("coordinate 1 (its second column)")
-        kept = (
-            "a 2-D space: the plane is all of it"
-            if d_k == 2
-            else f"the plane shows {data['kept']:.0%} of their squared length"
-        )
-        # set_text, not set_title: set_title would reset the positions the first full draw gave the titles.
-        self.ax_plane.title.set_text(f"head {i}: queries and keys, d_k = {d_k}\n({kept})")
+        kept = "all of it" if d_k == 2 else f"{data['kept']:.0%} of length²"
+        self.plane_info.set_text(f"head {i}, d_k = {d_k}: the plane shows {kept}")
         self.im.set_data(data["weights"])
+        # set_text, not set_title: set_title would reset the position the first full draw gave the title.
         self.ax_map.title.set_text(f"head {i} of {data['h']}: attention weights")
         self.text.value = self.summary(data)
 
