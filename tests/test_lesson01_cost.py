@@ -11,6 +11,7 @@ from PIL import Image
 
 import mha_lesson as mha
 from mha_lesson.cost import PARTS, attention_memory_bytes, flop_count, param_count
+from mha_lesson.plots.cost import DESIGNS
 from mha_lesson.widgets import divisors
 from mha_lesson.widgets.cost import (
     D_MODELS,
@@ -248,3 +249,66 @@ def test_the_blitted_picture_matches_a_full_redraw_inside_every_panel():
                 max(0, int(lx0) - cols.start) : int(lx1) - cols.start,
             ] = False
         assert inside.mean() < 0.001, f"panel at {x0:.0f},{y0:.0f} differs in {inside.mean():.2%} of its pixels"
+
+
+# ---------------------------------------------------------------------------------------------- legends
+def legends(fig):
+    return [*fig.legends, *filter(None, (ax.get_legend() for ax in fig.axes))]
+
+
+def drawn_points(ax, step=2.0):
+    """Display coordinates of everything the panel draws: points along every line (every `step` pixels, inside
+    the axes, as the line is clipped there) and the corners and middles of every bar."""
+    box = ax.bbox
+    out = []
+    for line in ax.lines:
+        xy = line.get_transform().transform(np.asarray(line.get_xydata(), float))
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        for a, b in zip(xy[:-1], xy[1:], strict=True):  # straight in display space, as matplotlib draws it
+            t = np.linspace(0, 1, max(2, int(np.hypot(*(b - a)) / step) + 1))[:, None]
+            out.append(a + t * (b - a))
+        out.append(xy)
+    for patch in ax.patches:
+        x0, y0, x1, y1 = patch.get_window_extent().extents
+        gx, gy = np.meshgrid(np.linspace(x0, x1, 5), np.linspace(y0, y1, 9))
+        out.append(np.column_stack([gx.ravel(), gy.ravel()]))
+    pts = np.concatenate(out) if out else np.empty((0, 2))
+    inside = (pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)
+    return pts[inside]
+
+
+EXTREMES = [(d, h, n) for d in (D_MODELS[0], D_MODELS[-1]) for h in (1, d) for n in (LENGTHS[0], LENGTHS[-1])]
+
+
+@pytest.mark.parametrize(("d_model", "h", "n"), EXTREMES)
+def test_no_legend_covers_any_line_bar_or_the_current_h_marker(d_model, h, n):
+    e = cost_explorer()
+    e.set(d_model=d_model, h=h, n=n)
+    renderer = e.canvas.get_renderer()
+    boxes = [legend.get_window_extent(renderer) for legend in legends(e.figure)]
+    assert len(boxes) == 3  # the designs above the figure, line styles above FLOPs, memory's line above its panel
+    for ax in e.figure.axes:
+        pts = drawn_points(ax)
+        assert len(pts) > 0
+        for box in boxes:
+            covered = (pts[:, 0] > box.x0 + 1) & (pts[:, 0] < box.x1 - 1)
+            covered &= (pts[:, 1] > box.y0 + 1) & (pts[:, 1] < box.y1 - 1)
+            assert not covered.any(), f"a legend covers data of {ax.get_title()!r} at {covered.sum()} points"
+            assert not ax.bbox.overlaps(box.shrunk(0.98, 0.98)), f"a legend lies over {ax.get_title()!r}"
+
+
+def test_the_sweep_legends_name_the_line_styles_and_the_memory_line():
+    e = cost_explorer()
+    flops_ax, memory_ax = e.sweeps[0][0], e.sweeps[2][0]
+    assert [t.get_text() for t in flops_ax.get_legend().get_texts()] == ["total", "scores + weighted sum"]
+    assert [t.get_text() for t in memory_ax.get_legend().get_texts()] == ["both h-head designs"]
+    styles = [(h.get_linestyle(), h.get_color()) for h in flops_ax.get_legend().legend_handles]
+    assert styles == [("-", "k"), ("--", "k")]
+    top = [t.get_text() for t in e.figure.legends[0].get_texts()]
+    assert top == [*(label for label, _ in DESIGNS.values()), "current h"]
+
+
+def test_every_panel_has_a_title_and_labelled_axes():
+    e = cost_explorer()
+    for ax in e.figure.axes:
+        assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()

@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
 
 import mha_lesson as mha
+from mha_lesson.plots.scaling import saturation_axes, set_saturation
 from mha_lesson.scaling import jacobian_norm, row_stats, score_variance
 from mha_lesson.widgets.scaling import D_KS, scaling_explorer, scaling_stats
 
@@ -134,3 +138,124 @@ def test_blitted_moves_show_the_same_picture_as_a_full_redraw():
         blitted = e.image.value
         e.invalidate_background()
         assert blitted == e.render_png(), name
+
+
+# ---------------------------------------------------------------------------------------------- the figure
+def occupied_share(stairs, ax):
+    """Share of the panel's x range between the first and the last non-empty bin of a histogram."""
+    data = stairs.get_data()
+    values, edges = data.values, data.edges
+    full = np.flatnonzero(values > 0)
+    lo, hi = ax.get_xlim()
+    return (edges[full[-1] + 1] - edges[full[0]]) / (hi - lo)
+
+
+@pytest.mark.parametrize("d_k", D_KS)
+def test_each_histogram_spans_about_four_standard_deviations_of_its_own_scores(d_k):
+    e = scaling_explorer()
+    e.set(d_k=d_k)
+    ax_raw, ax_scaled = e.hist["axes"]
+    assert ax_raw is not ax_scaled
+    assert ax_scaled.get_xlim() == (-4, 4)  # scaled scores have Var 1 at every d_k
+    assert ax_raw.get_xlim() == pytest.approx((-4 * math.sqrt(d_k), 4 * math.sqrt(d_k)))  # and unscaled Var d_k
+    band = e.hist["scaled_range"]  # the scaled panel's range, marked in the unscaled one: 1/sqrt(d_k) of its width
+    assert (band.get_x(), band.get_width()) == (-4, 8) and band.axes is ax_raw
+    for name, ax in (("raw", ax_raw), ("scaled", ax_scaled)):
+        values = e.data[name]
+        lo, hi = ax.get_xlim()
+        assert 2 < hi / values.std() < 8, name  # the range is a few of these scores' standard deviations ...
+        assert np.mean((values > lo) & (values < hi)) > (0.9 if d_k == 1 else 0.97), name  # ... holding them
+        assert occupied_share(e.hist[name], ax) > 0.4, name  # so the bars fill the panel, not a spike in it
+        top = ax.get_ylim()[1]
+        heights = e.hist[name].get_data().values
+        assert 0.25 * top < heights.max() <= top, name  # tall enough to read, never cut off
+        # densities: counts / (all scores * bin width), integrating to the share of scores inside the range
+        edges = e.hist[name].get_data().edges
+        assert np.sum(heights * np.diff(edges)) == pytest.approx(np.mean((values >= lo) & (values <= hi)))
+
+
+@pytest.mark.parametrize(("d_k", "n"), [(1, 2), (1, 256), (2, 2), (1024, 2), (1024, 256)])
+def test_no_histogram_is_cut_off_at_the_extremes(d_k, n):
+    e = scaling_explorer()
+    for seed in (0, 7, 20):
+        e.set(d_k=d_k, n=n, seed=seed)
+        for name, ax in zip(("raw", "scaled"), e.hist["axes"], strict=True):
+            assert e.hist[name].get_data().values.max() <= ax.get_ylim()[1], (name, seed)
+
+
+def test_titles_and_the_variance_panel_state_d_k_against_1():
+    e = scaling_explorer()
+    e.set(d_k=256, n=256)
+    raw, scaled = e.data["raw"], e.data["scaled"]
+    assert e.hist["raw_title"].get_text().endswith("closed form: Var = d_k = 256")
+    assert e.hist["scaled_title"].get_text().endswith("closed form: Var = 1")
+    assert f"Var(q·k) = {raw.var():.1f} (closed form: d_k = 256)" in e.text.value  # the measured ones
+    assert f"Var(q·k / √d_k) = {scaled.var():.2f} (closed form: 1)" in e.text.value
+    c = e.data["curves"]
+    np.testing.assert_allclose(e.var["var_raw"].get_ydata(), c["var_raw"])
+    np.testing.assert_allclose(e.var["var_scaled"].get_ydata(), c["var_scaled"])
+    np.testing.assert_allclose(c["var_scaled"], c["var_raw"] / np.array(D_KS))
+    assert c["var_raw"][D_KS.index(256)] == pytest.approx(raw.var())
+    assert np.all(np.abs(np.log(c["var_scaled"][3:])) < np.log(1.6))  # about 1 from d_k = 8 on (256 keys)
+    np.testing.assert_array_equal(e.var["closed_raw"].get_ydata(), D_KS)
+    np.testing.assert_array_equal(e.var["closed_scaled"].get_ydata(), np.ones(len(D_KS)))
+    lo, hi = e.var["ax"].get_ylim()
+    for n in (2, 256):  # the fixed range holds every measured variance, even from 2 keys
+        for seed in range(0, 21, 4):
+            curves = scaling_stats(1, n, seed)["curves"]
+            assert lo < curves["var_scaled"].min() and curves["var_raw"].max() < hi
+
+
+def style(artist):
+    """What tells a line (colour, line style, marker) or a patch (fill colour) apart on the page."""
+    if hasattr(artist, "get_marker"):
+        return (to_hex(artist.get_color()), artist.get_linestyle(), artist.get_marker())
+    return (to_hex(artist.get_facecolor(), keep_alpha=True), "patch", None)
+
+
+def test_one_legend_tells_apart_every_line_of_every_panel():
+    e = scaling_explorer()
+    legend = e.figure.legends[0]
+    key = {style(h): t.get_text() for h, t in zip(legend.legend_handles, legend.get_texts(), strict=True)}
+    assert len(key) == len(legend.get_texts())  # no two entries look alike
+    for ax in e.figure.axes:
+        seen = {style(line) for line in ax.lines}
+        assert seen <= set(key), f"{ax.get_title()!r} draws a line the legend does not name"
+    max_ax = e.sat["axes"][1]
+    assert "largest weight" in max_ax.get_title()
+    assert sorted(key[style(line)] for line in max_ax.lines) == sorted(
+        ["unscaled  q·k", "scaled  q·k / √d_k", "uniform row (entropy ln n, max weight 1/n)", "current d_k"]
+    )
+    for name, label in (("raw", "unscaled  q·k"), ("scaled", "scaled  q·k / √d_k")):  # the histograms' colours
+        assert key[(to_hex(e.hist[name].get_facecolor()), "-", "o")] == label
+    assert key[style(e.hist["scaled_range"])] == "±4: the scaled panel's range"
+
+
+@pytest.mark.parametrize(("d_k", "n"), [(1, 2), (1024, 2), (1, 256), (1024, 256)])
+def test_no_legend_lies_over_a_panel(d_k, n):
+    e = scaling_explorer()
+    e.set(d_k=d_k, n=n)
+    renderer = e.canvas.get_renderer()
+    boxes = [legend.get_window_extent(renderer) for legend in e.figure.legends]
+    assert boxes and not any(ax.get_legend() for ax in e.figure.axes)
+    for ax in e.figure.axes:
+        for box in boxes:
+            assert not ax.bbox.overlaps(box), ax.get_title()
+        assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+        assert "dimensionless" in ax.get_xlabel() + ax.get_ylabel() or "(" in ax.get_ylabel()
+
+
+def test_the_notebook_saturation_figure_labels_both_panels_outside_the_data():
+    fig = Figure(figsize=(11, 4), layout="constrained")
+    canvas = FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2)
+    stats = scaling_stats(d_k=512, n=32, seed=0)
+    set_saturation(saturation_axes(axes[0], axes[1], D_KS, max_n=32), stats["curves"], 512, 32)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    for ax in axes:
+        legend = ax.get_legend()
+        assert [t.get_text() for t in legend.get_texts()] == ["unscaled  q·k", "scaled  q·k / √d_k", "uniform row"]
+        box = legend.get_window_extent(renderer)
+        assert not ax.bbox.overlaps(box)
+        assert ax.title.get_window_extent(renderer).y0 >= box.y1 - 1  # the title stays clear of it

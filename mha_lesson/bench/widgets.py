@@ -96,7 +96,7 @@ def main(argv: list[str]) -> None:
     for cls in all_explorers():
         for name in cls().controls:
             cells = []
-            for make in (cls, at_largest):
-                times = time_moves(make(), name, args.moves)
+            for explorer in (cls(), at_largest(cls)):
+                times = time_moves(explorer, name, args.moves)
                 cells.append(f"{statistics.median(times):>15.1f} {max(times):>7.1f}" if times else f"{'':>23}")
             print(f"{cls.__name__:<28} {name:<14} {cells[0]} {cells[1]}")

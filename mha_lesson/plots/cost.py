@@ -6,8 +6,10 @@ import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.container import BarContainer
+from matplotlib.legend import Legend
 from matplotlib.lines import Line2D
 from matplotlib.ticker import EngFormatter, FixedLocator, NullFormatter, NullLocator, ScalarFormatter
 
@@ -78,11 +80,36 @@ def set_flops_bars(
         ax.set_ylim(min(values) / 3, max(values) * 3)
 
 
+# Room above a sweep panel, between its title and its top edge, for one row of legend (points): every lower
+# panel gets it, with or without a legend, so that their titles line up.
+LEGEND_ROOM = 16.0
+
+
+def legend_above(ax: Axes, handles: Sequence[Artist], labels: Sequence[str], fontsize: float = 7) -> Legend:
+    """One row of legend in the room sweep_axes leaves between the title and the top of the axes.
+
+    Outside the data area, so that no line (nor the current-h marker) can pass under it at any control value.
+    """
+    return ax.legend(
+        handles,
+        labels,
+        loc="lower center",
+        bbox_to_anchor=(0.5, 1.0),
+        ncols=len(labels),
+        fontsize=fontsize,
+        frameon=False,
+        borderaxespad=0.1,
+        borderpad=0.2,
+        handlelength=2.2,
+        columnspacing=1.2,
+    )
+
+
 def sweep_axes(
     ax: Axes, title: str, ylabel: str, styles: Mapping[str, dict], h_max: int, ylim: tuple[float, float]
 ) -> tuple[dict[str, Line2D], Line2D]:
     """Empty lines (one per entry of styles: name -> Line2D keywords) against h = 1..h_max on fixed log-log axes,
-    and a dotted line marking the current h."""
+    and a dotted line marking the current h. The title leaves room for a `legend_above` the axes."""
     lines = {name: ax.plot([], [], **style)[0] for name, style in styles.items()}
     marker = ax.axvline(1, color="k", linestyle=":", linewidth=1)
     ax.set_xscale("log", base=2)
@@ -92,7 +119,7 @@ def sweep_axes(
     ax.set_xlim(1 / 1.3, h_max * 1.3)
     log_y(ax, ylim)
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=10, pad=LEGEND_ROOM)
     ax.set_xlabel("number of heads h")
     ax.set_ylabel(ylabel)
     return lines, marker

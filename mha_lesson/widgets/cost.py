@@ -10,7 +10,7 @@ from matplotlib.lines import Line2D
 
 from .._checks import check_heads
 from ..cost import attention_memory_bytes, flop_count, param_count
-from ..plots.cost import DESIGNS, flops_bars, set_flops_bars, set_sweep, sweep_axes
+from ..plots.cost import DESIGNS, flops_bars, legend_above, set_flops_bars, set_sweep, sweep_axes
 from ._base import Explorer, divisors
 
 # Widths of well-known models among them (384: MiniLM, 768: BERT-base, 1024: BERT-large); all closed-form.
@@ -131,13 +131,13 @@ class CostExplorer(Explorer):
         self.sweeps = []
         for ax, (title, ylabel, styles, ylim) in zip(axes, panels, strict=True):
             self.sweeps.append((ax, *sweep_axes(ax, title, ylabel, styles, D_MODELS[-1], ylim)))
-        axes[0].legend(
+        # Legends above the panels, outside the data area: no line can run under them at any control value.
+        legend_above(
+            axes[0],
             [Line2D([], [], color="k"), Line2D([], [], color="k", linestyle="--")],
-            ["total", "attention part (scores + weighted sum)"],
-            fontsize=7,
-            loc="lower right",
+            ["total", "scores + weighted sum"],
         )
-        axes[2].legend(fontsize=7, loc="upper left")
+        legend_above(axes[2], *axes[2].get_legend_handles_labels())
         handles, labels = self.ax_bars.get_legend_handles_labels()
         handles.append(Line2D([], [], color="k", linestyle=":"))
         labels.append("current h")

@@ -8,16 +8,21 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from .._checks import check_positive_int
 from ..attention import softmax
 from ..plots.scaling import (
+    RAW,
+    SCALED,
     row_axes,
     saturation_axes,
     score_histogram_axes,
     set_row,
     set_saturation,
     set_score_histograms,
+    set_variance,
+    variance_axes,
 )
 from ..scaling import row_stats
 from ._base import Explorer, settle_layout
@@ -32,7 +37,8 @@ def scaling_stats(d_k: int = 64, n: int = 32, seed: int = 0, queries: int = QUER
 
     Keys: raw (queries, n) = q.k and scaled = raw / sqrt(d_k) at this d_k; row_raw, row_scaled (n,) the
     weights of query 0 over the keys without and with scaling; variance (measured Var of raw); curves: for every d_k in
-    D_KS, mean entropy and max weight of the rows, unscaled and scaled (arrays over D_KS).
+    D_KS, mean entropy and max weight of the rows and the variance of the scores, unscaled and scaled (arrays over
+    D_KS: entropy_raw, entropy_scaled, max_raw, max_scaled, var_raw, var_scaled).
     The first d_k columns of one (queries, 1024) draw are used for every d_k, so curves move smoothly.
     """
     if d_k not in D_KS:
@@ -43,9 +49,12 @@ def scaling_stats(d_k: int = 64, n: int = 32, seed: int = 0, queries: int = QUER
     rng = np.random.default_rng(seed)
     q_all = rng.standard_normal((queries, D_KS[-1]))
     k_all = rng.standard_normal((n, D_KS[-1]))
-    curves = {name: np.empty(len(D_KS)) for name in ("entropy_raw", "entropy_scaled", "max_raw", "max_scaled")}
+    names = ("entropy_raw", "entropy_scaled", "max_raw", "max_scaled", "var_raw", "var_scaled")
+    curves = {name: np.empty(len(D_KS)) for name in names}
     for i, d in enumerate(D_KS):
         raw_d = q_all[:, :d] @ k_all[:, :d].T  # (queries, n)
+        curves["var_raw"][i] = raw_d.var()
+        curves["var_scaled"][i] = curves["var_raw"][i] / d  # Var(x / sqrt(d)) = Var(x) / d
         curves["entropy_raw"][i], curves["max_raw"][i] = row_stats(raw_d)
         curves["entropy_scaled"][i], curves["max_scaled"][i] = row_stats(raw_d / math.sqrt(d))
         if d == d_k:
@@ -65,7 +74,8 @@ def scaling_stats(d_k: int = 64, n: int = 32, seed: int = 0, queries: int = QUER
 
 
 class ScalingExplorer(Explorer):
-    """Slider d_k (and n, seed) -> score histograms, one attention row, entropy and max weight against d_k."""
+    """Slider d_k (and n, seed) -> the scores (two histograms, variance against d_k) and what the softmax makes
+    of them (one attention row, entropy and max weight against d_k), unscaled and scaled."""
 
     backgrounds_kept = len(D_KS)  # one per d_k
 
@@ -77,17 +87,35 @@ class ScalingExplorer(Explorer):
         }
         self.text = widgets.HTML()
         self.settled = False
-        super().__init__(controls, figsize=(12, 3.4), dpi=80)
+        super().__init__(controls, figsize=(12, 6.2), dpi=72)
         self.add_readout(self.text)
 
     def setup(self, fig: Figure) -> None:
-        """Four panels: score histograms, one row's weights, entropy and max weight against d_k."""
-        axes = fig.subplots(1, 4)
-        self.hist = score_histogram_axes(axes[0])
-        self.row = row_axes(axes[1], MAX_N)
-        self.sat = saturation_axes(axes[2], axes[3], D_KS, MAX_N)
+        """Two rows of three panels: the scores (histograms unscaled and scaled, variance against d_k), then the
+        softmax rows (one query's weights, entropy and max weight against d_k); one legend above them all."""
+        axes = fig.subplots(2, 3)
+        self.hist = score_histogram_axes(axes[0, 0], axes[0, 1])
+        self.var = variance_axes(axes[0, 2], D_KS)
+        self.row = row_axes(axes[1, 0], MAX_N)
+        self.sat = saturation_axes(axes[1, 1], axes[1, 2], D_KS, MAX_N, legend=False)
+        for ax in axes.flat:
+            ax.title.set_fontsize(9)
+        # Every panel draws with the same few styles: one legend for all, outside the panels, so it covers no data.
+        key = {
+            RAW[1]: Line2D([], [], color=RAW[0], marker="o", ms=3),
+            SCALED[1]: Line2D([], [], color=SCALED[0], marker="o", ms=3),
+            "closed form: Var = d_k unscaled, 1 scaled": self.var["closed_raw"],
+            self.hist["scaled_range"].get_label(): self.hist["scaled_range"],
+            "uniform row (entropy ln n, max weight 1/n)": self.sat["max_uniform"],
+            "current d_k": self.sat["max_cursor"],
+        }
+        self.legend = fig.legend(
+            list(key.values()), list(key), loc="outside upper center", ncols=len(key), fontsize=8, frameon=False
+        )
         # What a move changes; the rest (axis limits included) depends only on d_k: see background_key.
-        self.animate(self.hist["raw"], self.hist["scaled"], axes[0].title, self.row["raw"], self.row["scaled"])
+        self.animate(self.hist["raw"], self.hist["scaled"])  # (their titles hold d_k only: background)
+        self.animate(self.var["var_raw"], self.var["var_scaled"], self.var["var_cursor"])
+        self.animate(self.row["raw"], self.row["scaled"])
         self.animate(*(artist for name, artist in self.sat.items() if name != "axes"))
 
     def compute(self, d_k: int, n: int, seed: int) -> dict[str, Any]:
@@ -96,25 +124,29 @@ class ScalingExplorer(Explorer):
 
     def draw(self, data: dict[str, Any]) -> None:
         """Update every artist in place."""
+        if not self.settled:  # the axes never move: lay them out once, then skip layout on every move
+            # ... with the unscaled histogram's widest tick labels (those of the largest d_k), so that none overlap.
+            set_score_histograms(self.hist, data["raw"], data["scaled"], D_KS[-1])
+            settle_layout(self.figure)
+            self.settled = True
         set_score_histograms(self.hist, data["raw"], data["scaled"], data["d_k"])
+        set_variance(self.var, data["curves"], data["d_k"])
         set_row(self.row, data["row_raw"], data["row_scaled"])
         set_saturation(self.sat, data["curves"], data["d_k"], data["n"])
         self.text.value = self.summary(data)
-        if not self.settled:  # the axes never change: lay them out once, then skip layout on every move
-            settle_layout(self.figure)
-            self.settled = True
 
     def background_key(self) -> int:
-        """The background holds the histogram's axis limits, which follow d_k (the other axes are fixed)."""
+        """The background holds the histograms' axis limits and titles, which follow d_k (the rest is fixed)."""
         return self.data["d_k"]
 
     @staticmethod
     def summary(data: dict[str, Any]) -> str:
-        """One HTML line: the measured variance against d_k, and the rows' entropy and max weight."""
+        """One HTML line: the measured variances against their closed forms, and the rows' entropy and max weight."""
         i = D_KS.index(data["d_k"])
         c = data["curves"]
         return (
-            f"d_k = {data['d_k']}: measured Var(q·k) = {data['variance']:.1f} (closed form: d_k = {data['d_k']}). "
+            f"d_k = {data['d_k']}: measured Var(q·k) = {data['variance']:.1f} (closed form: d_k = {data['d_k']}), "
+            f"Var(q·k / √d_k) = {c['var_scaled'][i]:.2f} (closed form: 1). "
             f"Rows of {data['n']} keys, unscaled: entropy {c['entropy_raw'][i]:.2f} nats, max weight "
             f"{c['max_raw'][i]:.2f}; scaled by 1/√d_k: entropy {c['entropy_scaled'][i]:.2f} nats, max weight "
             f"{c['max_scaled'][i]:.2f} (uniform: {math.log(data['n']):.2f} nats, {1 / data['n']:.2f})."
