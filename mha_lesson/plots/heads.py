@@ -21,7 +21,7 @@ def set_heatmaps(images: Sequence[AxesImage], weights: np.ndarray, titles: Seque
         im.set_extent((-0.5, n_kv - 0.5, n_q - 0.5, -0.5))  # rows = queries from the top
         im.axes.set_xlim(-0.5, n_kv - 0.5)
         im.axes.set_ylim(n_q - 0.5, -0.5)
-        im.axes.set_title(title)
+        im.axes.title.set_text(title)  # not set_title, which would reset a title's place to the default
 
 
 def matrix_image(

@@ -116,7 +116,7 @@ class CrossAttentionExplorer(Explorer):
         )
         # A fixed MAX_LEN x MAX_LEN grid: a length change only recolours cells, so axes, ticks and labels
         # are painted once per mode and reused (relabelling every tick on each move cost most of a refresh).
-        empty, labels = np.ma.masked_all((MAX_LEN, MAX_LEN)), [f"y{i}" for i in range(MAX_LEN)]
+        empty, labels = np.ma.masked_array(np.zeros((MAX_LEN, MAX_LEN)), mask=True), [f"y{i}" for i in range(MAX_LEN)]
         self.images = [
             attention_heatmap(
                 ax,
@@ -144,7 +144,8 @@ class CrossAttentionExplorer(Explorer):
         """Recolour the grids' top-left (n_q, n_kv) blocks; relabel the keys when the mode changed."""
         w = data["weights"]
         n_q, n_kv = w.shape[-2:]
-        grid = np.ma.masked_all((X_H, MAX_LEN, MAX_LEN))
+        # (h, MAX_LEN, MAX_LEN), zeros under the mask: masked_all's uninitialised values overflow the colour map
+        grid = np.ma.masked_array(np.zeros((X_H, MAX_LEN, MAX_LEN)), mask=True)
         grid[:, :n_q, :n_kv] = w  # (h, n_q, n_kv) into the top-left corner; the rest stays masked
         for i, im in enumerate(self.images):
             im.set_data(grid[i])
