@@ -125,7 +125,7 @@ def test_explorer_moves_update_the_artists_and_the_picture():
     assert e.row["raw"].get_ydata()[0] > 0.5  # saturated at d_k = 1024
     np.testing.assert_allclose(e.sat["entropy_raw"].get_ydata(), e.data["curves"]["entropy_raw"])
     assert e.sat["entropy_cursor"].get_xdata()[0] == 1024
-    assert f"{e.data['variance']:.1f}" in e.text.value
+    assert f"{e.data['variance']:.2f}" in e.text.value
     e.controls["n"].value = 100
     assert len(e.row["scaled"].get_xdata()) == 100
     assert e.sat["max_uniform"].get_ydata()[0] == pytest.approx(1 / 100)
@@ -189,7 +189,7 @@ def test_titles_and_the_variance_panel_state_d_k_against_1():
     raw, scaled = e.data["raw"], e.data["scaled"]
     assert e.hist["raw_title"].get_text().endswith("closed form: Var = d_k = 256")
     assert e.hist["scaled_title"].get_text().endswith("closed form: Var = 1")
-    assert f"Var(q·k) = {raw.var():.1f} (closed form: d_k = 256)" in e.text.value  # the measured ones
+    assert f"Var(q·k) = {raw.var():.2f} (closed form: d_k = 256)" in e.text.value  # the measured ones
     assert f"Var(q·k / √d_k) = {scaled.var():.2f} (closed form: 1)" in e.text.value
     c = e.data["curves"]
     np.testing.assert_allclose(e.var["var_raw"].get_ydata(), c["var_raw"])
@@ -224,9 +224,9 @@ def test_one_legend_tells_apart_every_line_of_every_panel():
     max_ax = e.sat["axes"][1]
     assert "largest weight" in max_ax.get_title()
     assert sorted(key[style(line)] for line in max_ax.lines) == sorted(
-        ["unscaled  q·k", "scaled  q·k / √d_k", "uniform row (entropy ln n, max weight 1/n)", "current d_k"]
+        ["unscaled q·k", "scaled q·k / √d_k", "uniform row (entropy ln n, max weight 1/n)", "current d_k"]
     )
-    for name, label in (("raw", "unscaled  q·k"), ("scaled", "scaled  q·k / √d_k")):  # the histograms' colours
+    for name, label in (("raw", "unscaled q·k"), ("scaled", "scaled q·k / √d_k")):  # the histograms' colours
         assert key[(to_hex(e.hist[name].get_facecolor()), "-", "o")] == label
     assert key[style(e.hist["scaled_range"])] == "±4: the scaled panel's range"
 
@@ -255,7 +255,7 @@ def test_the_notebook_saturation_figure_labels_both_panels_outside_the_data():
     renderer = canvas.get_renderer()
     for ax in axes:
         legend = ax.get_legend()
-        assert [t.get_text() for t in legend.get_texts()] == ["unscaled  q·k", "scaled  q·k / √d_k", "uniform row"]
+        assert [t.get_text() for t in legend.get_texts()] == ["unscaled q·k", "scaled q·k / √d_k", "uniform row"]
         box = legend.get_window_extent(renderer)
         assert not ax.bbox.overlaps(box)
         assert ax.title.get_window_extent(renderer).y0 >= box.y1 - 1  # the title stays clear of it

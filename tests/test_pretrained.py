@@ -208,9 +208,10 @@ def test_head_browser_redraws_the_chosen_head_and_shows_messages(model, monkeypa
     assert browser.image.value != first and "Layer 1, head 8" in browser.text.value
     browser.controls["text"].value = ""
     assert browser.error.startswith("text: expected a sentence") and browser.image.layout.display == "none"
-    assert browser.text.value == ""
+    assert browser.text.layout.display == "none"  # the description belonged to the plot the message replaces
     browser.controls["text"].value = "Dogs bark."
     assert browser.error is None and browser.ax.get_yticklabels()[1].get_text() == "dogs"
+    assert browser.text.layout.display is None and "Layer 1, head 8" in browser.text.value
 
     def missing():
         raise pretrained.ModelNotInstalledError(f"not installed: {pretrained.INSTALL_COMMAND}")

@@ -64,12 +64,16 @@ def test_extreme_control_values_show_a_plot_or_a_one_line_message(cls):
             if value not in getattr(control, "options", [value]) and options:
                 continue  # options may have changed (h follows d_model)
             control.value = value
+            shown = [w.layout.display for w in (explorer.image, *explorer.readouts)]
             if explorer.error is None:
                 assert explorer.image.value, f"{name}={value}: no picture and no message"
+                assert shown == [None] * len(shown), f"{name}={value}: plot or readout hidden without a message"
             else:
                 assert "\n" not in explorer.error and not explorer.error.startswith("unexpected error"), (
                     f"{name}={value}: {explorer.error}"
                 )
+                # The readouts describe the plot: a message replaces them too, or they would describe a stale one.
+                assert shown == ["none"] * len(shown), f"{name}={value}: plot or readout still shown"
 
 
 @pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
@@ -82,3 +86,17 @@ def test_no_move_leaves_a_stale_background(cls):
             shown = explorer.image.value
             explorer.invalidate_background()
             assert explorer.render_png() == shown, f"{name}={value!r}"
+
+
+@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
+def test_moving_a_control_away_and_back_restores_the_first_picture(cls):
+    """What is drawn depends on the controls only, not on what was drawn before (the first render included)."""
+    explorer = cls()
+    first = explorer.image.value
+    for name, control in explorer.controls.items():
+        start, value = control.value, neighbour(control)
+        if value is None:
+            continue
+        control.value = value
+        control.value = start
+        assert explorer.image.value == first, f"{name}: {start!r} -> {value!r} -> back differs from the first picture"

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
-RAW, SCALED = ("C3", "unscaled  q·k"), ("C0", "scaled  q·k / √d_k")
+RAW, SCALED = ("C3", "unscaled q·k"), ("C0", "scaled q·k / √d_k")
 BINS = 60
 
 

@@ -157,14 +157,16 @@ class Explorer:
         self.error = None
         self.message.value = ""
         self.message.layout.display = "none"
-        self.image.layout.display = None
+        for widget in (self.image, *self.readouts):
+            widget.layout.display = None
 
     def show_message(self, text: str) -> None:
-        """Replace the plot by a one-line message."""
+        """Replace the plot, and the readouts that describe it, by a one-line message."""
         self.error = text.splitlines()[0] if text else "invalid input"
         self.message.value = f"<span style='color:#b00020'>&#9888; {self.error}</span>"
         self.message.layout.display = None
-        self.image.layout.display = "none"
+        for widget in (self.image, *self.readouts):
+            widget.layout.display = "none"
 
     def animate(self, *artists: Artist) -> None:
         """Mark artists as moving: full draws leave them out, and render_png draws them over the background."""

@@ -88,7 +88,7 @@ def describe(data: dict[str, Any]) -> str:
     mask = "causal mask on (a query sees only keys at or before it)" if data["causal"] else "no mask"
     return (
         f"{where}: d_model = {data['d_model']}, h = {data['h']}, d_k = {data['d_k']}, n = {data['n']}; {mask}. "
-        f"Mean largest weight per row: {peak:.2f} (uniform would be {1 / data['n']:.2f})."
+        f"Mean largest weight per row: {peak:.3g} (uniform would be 1/n = {1 / data['n']:.3g})."
     )
 
 
@@ -200,8 +200,9 @@ class AttentionMapExplorer(Explorer):
                 im.axes.tick_params(top=False, left=False, labeltop=False)
                 im.axes.set_xlabel("")
             else:
-                im.axes.xaxis.set_major_locator(MaxNLocator(nbins=4 if ncols > 4 else 5, integer=True))
-                im.axes.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+                # min_n_ticks=1: with n = 1 the only position, 0, is the one tick (not -0.4 ... 0.4)
+                im.axes.xaxis.set_major_locator(MaxNLocator(nbins=4 if ncols > 4 else 5, integer=True, min_n_ticks=1))
+                im.axes.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True, min_n_ticks=1))
                 animated.extend([im.axes.xaxis, im.axes.yaxis])
                 still_axis_labels(im.axes)
         return {"figure": fig, "canvas": canvas, "images": images, "suptitle": suptitle, "animated": animated}

@@ -216,9 +216,8 @@ class PositionHeadExplorer(Explorer):
         k = data["offset"]
         self.heatmap.set_data(data["weights"])
         # set_text, not set_title: set_title would reset the position the layout gave the title.
-        self.heatmap.axes.title.set_text(
-            f"query i looks for position i {'−' if k >= 0 else '+'} {abs(k)} ({data['encoding']})"
-        )
+        where = "its own position" if k == 0 else f"position i {'−' if k > 0 else '+'} {abs(k)}"
+        self.heatmap.axes.title.set_text(f"query i looks for {where} ({data['encoding']})")
         self.text.value = describe_position_head(data)
 
 

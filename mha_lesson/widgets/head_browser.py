@@ -58,8 +58,10 @@ def describe(data: dict[str, Any]) -> str:
     fractions = ", ".join(f"{name} {s[name]:.0%}" for name in ("previous", "next", "self", "[CLS]", "[SEP]"))
     uniform = np.log(len(data["tokens"]))
     return (
-        f"Layer {data['layer']}, head {data['head']} on this text, mean over its {len(data['tokens'])} queries: "
-        f"{fractions}; entropy {s['entropy']:.2f} nats (uniform attention: {uniform:.2f})."
+        f"Layer {data['layer']}, head {data['head']} on this text, mean share of a query's weight on each kind of "
+        f"key: {fractions}. The kinds overlap ([CLS] is its own 'self'), so they need not add up to 100%; previous "
+        f"and next average over the queries that have one. Entropy {s['entropy']:.2f} nats (uniform attention: "
+        f"{uniform:.2f})."
     )
 
 
@@ -117,10 +119,6 @@ class HeadBrowser(Explorer):
     def background_key(self) -> tuple[tuple[str, ...], bool] | None:
         """The background holds the token labels (the text's word pieces)."""
         return self.shown
-
-    def show_message(self, text: str) -> None:
-        self.text.value = ""  # the description belonged to the plot that the message replaces
-        super().show_message(text)
 
 
 def head_browser(layer: int = 0, head: int = 0, text: str = DEFAULT_TEXT, model: MiniLM | None = None) -> HeadBrowser:

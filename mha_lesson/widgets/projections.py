@@ -15,7 +15,7 @@ from ..multihead import multi_head_attention_loop
 from ..plots.attention import attention_heatmap
 from ..plots.projections import set_token_plane, token_plane
 from ..projections import MHAParams, init_params
-from ._base import Explorer, divisors
+from ._base import Explorer, divisors, settle_layout
 
 D_MODEL = 16
 # A 2-D picture of a head's space needs d_k >= 2, so h stops at d_model / 2.
@@ -122,8 +122,6 @@ class ProjectionExplorer(Explorer):
         super().__init__(controls, figsize=(10, 4.6), dpi=72)
         self._keep_head_valid()
         self.add_readout(self.text)
-        # Layout solved once for the first picture; the panels keep their place, so redraws skip the solver.
-        self.figure.set_layout_engine("none")
 
     def _keep_head_valid(self) -> None:
         """Make the head control offer 0..h-1 whenever h moves (keeping the learner's head when it still exists)."""
@@ -155,6 +153,11 @@ class ProjectionExplorer(Explorer):
         )
         self.ax_map.title.set_fontsize(10)
         self.animate(queries, keys, *q_text, *k_text, self.plane_info, self.im, self.ax_map.title)
+        # Lay out once, before the first draw places any label: spread_labels works in screen units, so it must
+        # see the panels where they stay. The longest axis labels reserve their room.
+        self.ax_plane.set_xlabel("coordinate 0 of the head's space (its first column)")
+        self.ax_plane.set_ylabel("coordinate 1 (its second column)")
+        settle_layout(fig)
 
     def compute(self, h: int, head: int, view: str, shared: bool, seed: int) -> dict[str, Any]:
         return projection_view(h, head, view, shared, seed)

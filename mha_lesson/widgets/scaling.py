@@ -145,11 +145,11 @@ class ScalingExplorer(Explorer):
         i = D_KS.index(data["d_k"])
         c = data["curves"]
         return (
-            f"d_k = {data['d_k']}: measured Var(q·k) = {data['variance']:.1f} (closed form: d_k = {data['d_k']}), "
-            f"Var(q·k / √d_k) = {c['var_scaled'][i]:.2f} (closed form: 1). "
+            f"d_k = {data['d_k']}: measured over {data['raw'].size} random scores, Var(q·k) = {data['variance']:.2f} "
+            f"(closed form: d_k = {data['d_k']}), Var(q·k / √d_k) = {c['var_scaled'][i]:.2f} (closed form: 1). "
             f"Rows of {data['n']} keys, unscaled: entropy {c['entropy_raw'][i]:.2f} nats, max weight "
             f"{c['max_raw'][i]:.2f}; scaled by 1/√d_k: entropy {c['entropy_scaled'][i]:.2f} nats, max weight "
-            f"{c['max_scaled'][i]:.2f} (uniform: {math.log(data['n']):.2f} nats, {1 / data['n']:.2f})."
+            f"{c['max_scaled'][i]:.2f} (uniform: ln n = {math.log(data['n']):.2f} nats, 1/n = {1 / data['n']:.3g})."
         )
 
 
