@@ -1,13 +1,17 @@
-"""Drive JupyterLab in headless Chromium as a learner does: open a lesson, run all cells, move every slider.
+"""Drive JupyterLab in headless Chromium as a learner does: open a lesson, run all cells, try every control.
 
 Shared by the browser tests (tests/browser, which assert on the `Visit` records) and by
 `python -m mha_lesson.bench browser` (which prints the latency table). It sits in the bench package rather than
 under tests/ so the benchmark can import it from the installed package; the leading underscore keeps the bench
 dispatcher from listing it. Playwright and psutil (test extras) are imported only when a browser or server starts.
 
-How a slider move is judged, inside the page: a MutationObserver watches the slider's explorer (the
-`.mha-explorer` box, or the whole widget output for a slider outside an explorer) with the controls masked out,
-since a slider's own readout changes on every move. Latency is the time from the key press to the last change
+Every enabled slider is moved with the keyboard; then every other enabled control (toggle buttons, checkbox,
+dropdown, text field) is changed with a click, a choice or Enter, and put back. A toggle that enables sliders
+(an explorer's "random" input) has those sliders moved before it is put back.
+
+How a move is judged, inside the page: a MutationObserver watches the control's explorer (the `.mha-explorer`
+box, or the whole widget output for a slider outside an explorer) with the controls masked out, since a
+slider's own readout changes on every move. Latency is the time from the key press or click to the last change
 of that masked view (the new <img> src or text) before the kernel is idle and the page quiet.
 """
 
@@ -27,7 +31,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +55,8 @@ MOVE_TIMEOUT_S = 30.0
 GROWTH_TOLERANCE_PX = 48  # a message line that wraps differently is not a pile-up; a second figure is
 TARGET_MEDIAN_MS = 150.0
 RESTORED_PIXELS = 0.002  # fraction of pixels allowed to differ when every control is back at its start
+# Typed into text fields (the first that differs from the field's text): short, so a map of its tokens stays legible.
+TYPED_TEXTS = ("The cat sat on the mat.", "Birds sing at dawn.")
 
 # User settings for the temporary server: no news or update checks, and no windowing, so every cell's
 # output stays in the DOM at its real height (windowed notebooks detach or estimate off-screen cells).
@@ -70,7 +76,12 @@ PAGE_LIB = r"""
   const PLACEHOLDERS = ['Loading widget...', 'Error displaying widget', 'Error rendering'];
   const RAW_REPR = /^\s*(Output|VBox|HBox|Box|GridBox|Tab|Accordion|Image|HTML|Label|\w*Slider|Dropdown|Checkbox)\(/;
   const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
-  const M = {ran: null, idleAt: null, move: null};
+  // The controls a visit knows how to change, by kind (the first selector an element matches names its kind).
+  const KINDS = [['slider', '.widget-hslider, .widget-vslider'], ['toggle buttons', '.widget-toggle-buttons'],
+    ['checkbox', '.widget-checkbox'], ['dropdown', '.widget-dropdown'],
+    ['text', '.widget-text:has(> input[type="text"])']];  // IntText is a .widget-text too, but takes no sentence
+  const KNOWN = KINDS.map(([, selector]) => selector).join(', ');
+  const M = {ran: null, idleAt: null, move: null, kept: {}};
   window.__mha = M;
 
   const shown = (el) => el.style.display !== 'none';
@@ -142,7 +153,13 @@ PAGE_LIB = r"""
     return info;
   });
 
-  // Sliders, grouped by the explorer (or widget output) they belong to; tagged so Playwright can find them.
+  // Controls, grouped by the explorer (or widget output with sliders) they belong to; tagged so Playwright can
+  // find them. Any other child of an explorer's controls box is listed with kind null: a visit cannot change it.
+  const labelOf = (el) => {
+    const texts = [...el.querySelectorAll('.widget-label, .widget-label-basic')]
+      .map((l) => l.textContent.replace(/\u200b/g, '').trim());  // an unlabelled checkbox holds a zero-width space
+    return texts.find((t) => t) || [...el.classList].filter((c) => c.startsWith('widget-')).join(' ');
+  };
   M.groups = () => {
     const groups = [];
     M.panel.content.widgets.forEach((cell, index) => {
@@ -156,27 +173,49 @@ PAGE_LIB = r"""
         const gid = `${index}.${k}`;
         root.setAttribute('data-mha-group', gid);
         const named = [...root.classList].find((c) => c.startsWith('mha-explorer-'));
-        const sliders = [...root.querySelectorAll('.widget-hslider, .widget-vslider')].map((el, s) => {
-          const sid = `${gid}.${s}`;
-          el.setAttribute('data-mha-slider', sid);
-          const label = el.querySelector('.widget-label');
-          return {sid, label: (label && label.textContent.trim()) || `slider ${s}`,
-            vertical: el.classList.contains('widget-vslider'), disabled: !!el.querySelector('[disabled]')};
+        const controls = [...root.querySelectorAll(`${KNOWN}, .mha-controls > *`)].map((el, c) => {
+          const cid = `${gid}.${c}`;
+          el.setAttribute('data-mha-control', cid);
+          const kind = KINDS.find(([, selector]) => el.matches(selector));
+          return {cid, kind: kind ? kind[0] : null, label: labelOf(el) || `control ${c}`,
+            vertical: el.classList.contains('widget-vslider')};
         });
-        if (sliders.length) groups.push({gid, cell: index, name: named ? named.slice(13) : null, sliders});
+        if (controls.length) groups.push({gid, cell: index, name: named ? named.slice(13) : null, controls});
       });
     });
     return groups;
   };
   const group = (gid) => document.querySelector(`[data-mha-group="${gid}"]`);
-  M.sliderState = (sid) => {
-    const h = document.querySelector(`[data-mha-slider="${sid}"] .noUi-handle`);
+  const control = (cid) => document.querySelector(`[data-mha-control="${cid}"]`);
+  M.disabled = (cid) => { const el = control(cid); return !el || !!el.querySelector('[disabled]'); };
+  M.sliderState = (cid) => {
+    const h = control(cid) && control(cid).querySelector('.noUi-handle');
     if (!h) return null;
     const num = (a) => parseFloat(h.getAttribute(a));
     return {now: num('aria-valuenow'), min: num('aria-valuemin'), max: num('aria-valuemax')};
   };
+  // A control's value as the page shows it: the slider's position, the pressed button, the box or the field.
+  M.value = (cid) => {
+    const el = control(cid);
+    if (!el) return null;
+    const handle = el.querySelector('.noUi-handle');
+    if (handle) return handle.getAttribute('aria-valuenow');
+    if (el.matches('.widget-toggle-buttons')) {
+      const pressed = el.querySelector('.mod-active');
+      return pressed ? pressed.textContent.trim() : null;
+    }
+    const input = el.querySelector('input, select');
+    if (!input) return null;
+    return input.type === 'checkbox' ? String(input.checked) : input.value;
+  };
+  // The options of toggle buttons or a dropdown, and the index of the chosen one (-1 for none).
+  M.choices = (cid) => {
+    const options = [...control(cid).querySelectorAll('.widget-toggle-button, option')];
+    return {labels: options.map((o) => o.textContent.trim()),
+      now: options.findIndex((o) => o.classList.contains('mod-active') || o.selected)};
+  };
 
-  // What a slider drives: everything in its group except the controls (images by src, text, hidden parts).
+  // What a control drives: everything in its group except the controls (images by src, text, hidden parts).
   const driven = (root) => {
     const parts = [];
     const walker = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
@@ -191,12 +230,14 @@ PAGE_LIB = r"""
   };
   const signature = (root) => JSON.stringify(driven(root));
 
-  M.arm = (gid, sid) => {
+  // The input starts with the first key press, click, or change event (Playwright's select_option sends no
+  // click; Enter in a text field comes as a key press before its change event).
+  const INPUTS = ['keydown', 'click', 'change'];
+  M.arm = (gid, cid) => {
     const root = group(gid);
-    const st = {t0: null, last: null, sig: signature(root), sid, value: M.sliderState(sid).now,
-      busy: null, log: []};
-    st.onKey = (e) => { if (st.t0 === null) st.t0 = e.timeStamp; };
-    document.addEventListener('keydown', st.onKey, true);
+    const st = {t0: null, last: null, sig: signature(root), cid, value: M.value(cid), busy: null, log: []};
+    st.onInput = (e) => { if (st.t0 === null) st.t0 = e.timeStamp; };
+    for (const type of INPUTS) document.addEventListener(type, st.onInput, true);
     st.observer = new MutationObserver(() => {
       const sig = signature(root);
       if (sig === st.sig) return;
@@ -208,11 +249,11 @@ PAGE_LIB = r"""
     M.move = st;
   };
   // Settled: kernel idle and nothing changed for 250 ms after a change, or 1.5 s of idle with no change at all
-  // (or 1.5 s after a key press that did not move the slider, so no message went to the kernel).
+  // (or 1.5 s after an input that did not change the control, so no message went to the kernel).
   M.settled = () => {
     const st = M.move, now = performance.now();
     if (st.t0 === null) return false;
-    if (M.idleAt === null && st.last === null) return now - st.t0 > 1500 && M.sliderState(st.sid).now === st.value;
+    if (M.idleAt === null && st.last === null) return now - st.t0 > 1500 && M.value(st.cid) === st.value;
     if (!M.idle() || M.idleAt === null) return false;
     if (st.last !== null) return now - Math.max(st.last, M.idleAt) > 250;
     return now - M.idleAt > 1500;
@@ -220,7 +261,7 @@ PAGE_LIB = r"""
   M.disarm = () => {
     const st = M.move;
     st.observer.disconnect();
-    document.removeEventListener('keydown', st.onKey, true);
+    for (const type of INPUTS) document.removeEventListener(type, st.onInput, true);
     M.move = null;
     return {t0: st.t0, last: st.last, busy: st.busy, idle: M.idleAt, log: st.log};
   };
@@ -232,23 +273,27 @@ PAGE_LIB = r"""
     return [...hash.slice(0, 12)].map((b) => b.toString(16).padStart(2, '0')).join('');
   };
   // Content (text, and image bytes hashed so a re-sent identical PNG counts as unchanged), control values, and
-  // the size of the cell's output area.
+  // the size of the cell's output area: in all, and without the explorers' figures and controls, whose size is
+  // theirs to choose (the attention-map grid grows a row of panels with h, the ablation's "switch off" buttons
+  // wrap to a second row at h = 16). What remains grows only when outputs pile up.
   M.snapshot = async (gid, index) => {
     const root = group(gid);
     const parts = driven(root);
     const text = parts.filter((p) => typeof p === 'string').join('\n');
     const imgs = [];
     for (const p of parts) if (typeof p !== 'string') imgs.push(`${await digest(p.img)} ${p.shown}`);
-    const controls = [...root.querySelectorAll('.noUi-handle')].map((h) => h.getAttribute('aria-valuenow'));
-    for (const el of root.querySelectorAll('select, input')) {
-      controls.push(el.type === 'checkbox' ? el.checked : el.value);
-    }
+    const controls = [...root.querySelectorAll('[data-mha-control]')].map((el) => M.value(el.dataset.mhaControl));
     const message = root.querySelector('.mha-message');
     const area = M.panel.content.widgets[index].outputArea;
+    const height = area.node.getBoundingClientRect().height;
+    let sized = 0;
+    for (const el of area.node.querySelectorAll('.mha-figure, .mha-controls')) {
+      sized += el.getBoundingClientRect().height;
+    }
     return {text, imgs: imgs.join(' '), controls: JSON.stringify(controls),
       message: message ? message.textContent.trim() : '',
       outputs: area.widgets.length, images: area.node.querySelectorAll('img').length,
-      height: Math.round(area.node.getBoundingClientRect().height)};
+      height: Math.round(height), rest: Math.round(height - sized)};
   };
   // Pixels of the group's images, kept to compare with later (blob URLs are revoked once replaced).
   const pixels = async (gid) => {
@@ -263,15 +308,16 @@ PAGE_LIB = r"""
     }
     return out;
   };
-  M.keep = async (gid) => { M.kept = await pixels(gid); };
+  // Kept under a key: a toggle's starting pixels must survive the slider moves made while it is switched.
+  M.keep = async (gid, key) => { M.kept[key] = await pixels(gid); };
   // Fraction of pixels that differ visibly (any channel by more than 64 of 255) from the kept images; a
   // different number or size of images counts as 1. Sub-pixel layout noise changes a handful of pixels only.
-  M.differs = async (gid) => {
-    const now = await pixels(gid);
-    if (now.length !== M.kept.length) return 1;
+  M.differs = async (gid, key) => {
+    const now = await pixels(gid), kept = M.kept[key];
+    if (now.length !== kept.length) return 1;
     let worst = 0;
     now.forEach((a, i) => {
-      const b = M.kept[i];
+      const b = kept[i];
       if (a.width !== b.width || a.height !== b.height) { worst = 1; return; }
       let n = 0;
       for (let j = 0; j < a.data.length; j += 4) {
@@ -294,14 +340,15 @@ PAGE_LIB = r"""
 
 @dataclass
 class Move:
-    """One key press on one slider: latency in ms (None when nothing it drives changed), the part of it the
-    kernel was busy (its callback, as seen from the page), and what went wrong."""
+    """One input on one control (a key press on a slider, a click...): latency in ms (None when nothing it drives
+    changed), the part of it the kernel was busy (its callback, as seen from the page), and what went wrong."""
 
     explorer: str
-    slider: str
+    control: str
     ms: float | None
     problems: list[str] = field(default_factory=list)
     kernel_ms: float | None = None
+    kind: str = "slider"  # or "toggle buttons", "checkbox", "dropdown", "text"
 
 
 @dataclass
@@ -311,19 +358,27 @@ class Visit:
     notebook: str
     open_s: float = 0.0
     run_s: float = 0.0
-    sliders_s: float = 0.0
+    controls_s: float = 0.0
     errors: list[str] = field(default_factory=list)  # error outputs, cells left unrun, tracebacks, page errors
     stderr: list[str] = field(default_factory=list)  # stderr shown in cells (warnings)
     widget_problems: list[str] = field(default_factory=list)
     moves: list[Move] = field(default_factory=list, repr=False)
     sliders: int = 0
+    other_controls: int = 0
+    unchangeable: list[str] = field(default_factory=list)  # controls the visit does not know how to change
     requests: list[str] = field(default_factory=list, repr=False)
     screenshot: Path | None = None
 
     @property
     def slider_problems(self) -> list[str]:
         """Every problem seen while moving sliders, one line each."""
-        return [f"{m.explorer} / {m.slider}: {p}" for m in self.moves for p in m.problems]
+        return [f"{m.explorer} / {m.control}: {p}" for m in self.moves if m.kind == "slider" for p in m.problems]
+
+    @property
+    def other_control_problems(self) -> list[str]:
+        """Every problem seen while changing the other controls, and the controls no input could change."""
+        moves = [m for m in self.moves if m.kind != "slider"]
+        return [f"{m.explorer} / {m.control}: {p}" for m in moves for p in m.problems] + self.unchangeable
 
     @property
     def remote_requests(self) -> list[str]:
@@ -488,7 +543,8 @@ def chromium() -> Iterator[Any]:
 def visit_notebook(
     context: Any, server: LabServer, notebook: str, *, moves: int = 2, screenshot_dir: Path | None = None
 ) -> Visit:
-    """Open `notebook`, run all cells, check outputs and widgets, move every slider `moves` steps and back."""
+    """Open `notebook`, run all cells, check outputs and widgets, move every slider `moves` steps and back, and
+    change every other control and back."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     visit = Visit(notebook)
@@ -523,12 +579,8 @@ def visit_notebook(
         check_cells(cells, visit)
         start = time.monotonic()
         for group in page.evaluate("() => __mha.groups()"):
-            name = explorer_name(notebook, group, cells)
-            for slider in group["sliders"]:
-                if not slider["disabled"]:
-                    visit.sliders += 1
-                    visit.moves += move_slider(page, group, slider, name, moves)
-        visit.sliders_s = time.monotonic() - start
+            exercise(page, group, explorer_name(notebook, group, cells), moves, visit)
+        visit.controls_s = time.monotonic() - start
         if screenshot_dir is not None:
             visit.screenshot = screenshot(page, screenshot_dir / f"{Path(notebook).stem}.png")
     finally:
@@ -570,75 +622,175 @@ def explorer_name(notebook: str, group: dict, cells: list[dict]) -> str:
     return f"{Path(notebook).stem}:{name}"
 
 
+def exercise(page: Any, group: dict, name: str, moves: int, visit: Visit) -> None:
+    """Move every enabled slider of a group, then change every other enabled control and put it back."""
+    # Sliders first, at the explorer's starting state, so their latency rows mean what they always meant.
+    for slider in group["controls"]:
+        if slider["kind"] == "slider" and not is_disabled(page, slider):
+            visit.sliders += 1
+            visit.moves += move_slider(page, group, slider, name, moves)
+    for control in group["controls"]:
+        if control["kind"] is None:
+            visit.unchangeable.append(f"{name} / {control['label']}: the visit does not know how to change it")
+        elif control["kind"] != "slider" and not is_disabled(page, control):
+            change_and_restore(page, group, control, name, moves, visit)
+
+
+def is_disabled(page: Any, control: dict) -> bool:
+    """Whether the control is greyed out (or gone) right now."""
+    return page.evaluate("c => __mha.disabled(c)", control["cid"])
+
+
+def snapshot(page: Any, group: dict) -> dict:
+    """What the group shows and the size of its cell's output area (see `__mha.snapshot`)."""
+    return page.evaluate("([g, c]) => __mha.snapshot(g, c)", [group["gid"], group["cell"]])
+
+
 def move_slider(page: Any, group: dict, slider: dict, name: str, moves: int) -> list[Move]:
     """Press arrow keys `moves` times away from the start (turning at the end of the range), then back."""
-    sid, gid = slider["sid"], group["gid"]
-    state = page.evaluate("s => __mha.sliderState(s)", sid)
+    cid = slider["cid"]
+    state = page.evaluate("c => __mha.sliderState(c)", cid)
     if state is None or state["max"] <= state["min"]:
         return []
     up, down = ("ArrowUp", "ArrowDown") if slider["vertical"] else ("ArrowRight", "ArrowLeft")
     away, back = (up, down) if state["now"] < state["max"] else (down, up)
-    start = before = page.evaluate("([g, c]) => __mha.snapshot(g, c)", [gid, group["cell"]])
-    page.evaluate("g => __mha.keep(g)", gid)
+    handle = page.locator(f'[data-mha-control="{cid}"] .noUi-handle').first
+    start = before = snapshot(page, group)
+    page.evaluate("([g, k]) => __mha.keep(g, k)", [group["gid"], cid])
     result: list[Move] = []
 
     def step(key: str) -> None:
         nonlocal before
-        move, before = press(page, gid, group["cell"], sid, key, before, start)
-        move.explorer, move.slider = name, slider["label"]
+        move, before = act(page, group, slider, name, key, lambda: handle.press(key), before, start)
         result.append(move)
 
     for _ in range(moves):
-        state = page.evaluate("s => __mha.sliderState(s)", sid)
+        state = page.evaluate("c => __mha.sliderState(c)", cid)
         if (state["now"] >= state["max"]) if away == up else (state["now"] <= state["min"]):
             break
         step(away)
     for _ in range(len(result)):
         step(back)
-    if result and before["controls"] == start["controls"]:
-        # Every control is back where it started, so the figure must be the starting one again.
-        differs = page.evaluate("g => __mha.differs(g)", gid)
-        if before["text"] != start["text"] or differs > RESTORED_PIXELS:
-            result[-1].problems.append(
-                f"back at its starting value, the text or figure differs from the start ({differs:.2%} of pixels)"
-            )
-        if abs(before["height"] - start["height"]) > 2:
-            result[-1].problems.append(f"back at its start, output height {start['height']} -> {before['height']} px")
+    if result:
+        check_restored(page, group, cid, start, before, result[-1])
     return result
 
 
-def press(page: Any, gid: str, cell: int, sid: str, key: str, before: dict, start: dict) -> tuple[Move, dict]:
-    """One key press; returns the move (latency, problems) and the snapshot after it."""
+def change_and_restore(page: Any, group: dict, control: dict, name: str, moves: int, visit: Visit) -> None:
+    """Change a control other than a slider, move the sliders only that change enabled, then put it back."""
+    steps = change_steps(page, control)
+    if steps is None:
+        return
+    (what, change), (what_back, restore) = steps
+    visit.other_controls += 1
+    asleep = [c for c in group["controls"] if c["kind"] == "slider" and is_disabled(page, c)]
+    start = snapshot(page, group)
+    page.evaluate("([g, k]) => __mha.keep(g, k)", [group["gid"], control["cid"]])
+    move, _ = act(page, group, control, name, what, change, start, start)
+    visit.moves.append(move)
+    # Sliders this change woke (the toy sentence's greyed-out sizes under "random") can only be moved now.
+    for slider in asleep:
+        if not is_disabled(page, slider):
+            visit.sliders += 1
+            visit.moves += move_slider(page, group, slider, name, moves)
+    move, end = act(page, group, control, name, what_back, restore, snapshot(page, group), start)
+    visit.moves.append(move)
+    check_restored(page, group, control["cid"], start, end, move)
+
+
+Step = tuple[str, Callable[[], None]]  # what an input is (for messages) and how to give it
+
+
+def change_steps(page: Any, control: dict) -> tuple[Step, Step] | None:
+    """The input that changes the control and the one that puts it back; None if it offers nothing else."""
+    el = page.locator(f'[data-mha-control="{control["cid"]}"]')
+    if control["kind"] == "checkbox":
+        box = el.locator("input[type=checkbox]")
+        return ("click", box.click), ("click again", box.click)
+    if control["kind"] == "text":
+        return text_steps(el.locator("input"))
+    return choice_steps(page, el, control)
+
+
+def text_steps(entry: Any) -> tuple[Step, Step]:
+    """Type a sentence other than the field's and press Enter; then type the old text back."""
+    old = entry.input_value()
+    new = next(text for text in TYPED_TEXTS if text != old)
+    there = (f"type {new!r}, Enter", lambda: type_enter(entry, new))
+    return there, ("type it back, Enter", lambda: type_enter(entry, old))
+
+
+def choice_steps(page: Any, el: Any, control: dict) -> tuple[Step, Step] | None:
+    """Choose the option after the chosen one (click the button, or select it in the dropdown); then the old one."""
+    choices = page.evaluate("c => __mha.choices(c)", control["cid"])
+    labels, now = choices["labels"], choices["now"]
+    if now < 0 or len(labels) < 2:  # nothing chosen to go back to, or nothing else to choose
+        return None
+    other = (now + 1) % len(labels)
+
+    def choose(i: int) -> None:
+        if control["kind"] == "toggle buttons":
+            el.locator(".widget-toggle-button").nth(i).click()
+        else:
+            el.locator("select").select_option(index=i)
+
+    return (f"choose {labels[other]!r}", lambda: choose(other)), (f"choose {labels[now]!r} again", lambda: choose(now))
+
+
+def type_enter(entry: Any, text: str) -> None:
+    """Replace a text field's content and press Enter (which sends it when continuous_update is off)."""
+    entry.fill(text)
+    entry.press("Enter")
+
+
+def act(
+    page: Any, group: dict, control: dict, name: str, what: str, give: Callable[[], None], before: dict, start: dict
+) -> tuple[Move, dict]:
+    """Give one input (`what`, done by `give`) to a control; returns the move (latency, problems) and the
+    snapshot after it. `before` is the snapshot just before, `start` the one before the control's first input."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    value = page.evaluate("s => __mha.sliderState(s)", sid)["now"]
-    page.evaluate("([g, s]) => __mha.arm(g, s)", [gid, sid])
-    page.locator(f'[data-mha-slider="{sid}"] .noUi-handle').first.press(key)
+    cid = control["cid"]
+    value = page.evaluate("c => __mha.value(c)", cid)
+    page.evaluate("([g, c]) => __mha.arm(g, c)", [group["gid"], cid])
+    give()
     problems: list[str] = []
     try:
         page.wait_for_function("() => __mha.settled()", timeout=MOVE_TIMEOUT_S * 1e3)
     except PlaywrightTimeout:
-        problems.append(f"{key}: the kernel did not settle within {MOVE_TIMEOUT_S:.0f} s")
+        problems.append(f"{what}: the kernel did not settle within {MOVE_TIMEOUT_S:.0f} s")
     times = page.evaluate("() => __mha.disarm()")
-    problems += [f"{key}: the kernel reported {line}" for line in times["log"]]
-    after = page.evaluate("([g, c]) => __mha.snapshot(g, c)", [gid, cell])
-    if page.evaluate("s => __mha.sliderState(s)", sid)["now"] == value:
-        problems.append(f"{key} did not move the slider")
+    problems += [f"{what}: the kernel reported {line}" for line in times["log"]]
+    after = snapshot(page, group)
+    if page.evaluate("c => __mha.value(c)", cid) == value:
+        problems.append(f"{what} did not change the control")
     changed = times["last"] is not None and (after["text"], after["imgs"]) != (before["text"], before["imgs"])
     if not changed:
-        problems.append(f"{key} changed neither its figure nor its text")
-    if after["message"].startswith("unexpected error"):
-        problems.append(f"{key}: {after['message']}")
+        problems.append(f"{what} changed neither its figure nor its text")
+    if "unexpected error" in after["message"]:  # the message starts with a warning sign
+        problems.append(f"{what}: {after['message']}")
     if (after["outputs"], after["images"]) != (start["outputs"], start["images"]):
         problems.append(
-            f"{key}: the output area grew from {start['outputs']} outputs / {start['images']} images "
+            f"{what}: the output area grew from {start['outputs']} outputs / {start['images']} images "
             f"to {after['outputs']} / {after['images']}"
         )
-    elif after["height"] > start["height"] + GROWTH_TOLERANCE_PX:
-        problems.append(f"{key}: the output area grew from {start['height']} to {after['height']} px")
+    elif after["rest"] > start["rest"] + GROWTH_TOLERANCE_PX:
+        problems.append(f"{what}: the output area besides the figure grew from {start['rest']} to {after['rest']} px")
     ms = times["last"] - times["t0"] if changed and times["t0"] is not None else None
     kernel_ms = times["idle"] - times["busy"] if times["busy"] is not None and times["idle"] is not None else None
-    return Move("", "", ms, problems, kernel_ms), after
+    return Move(name, control["label"], ms, problems, kernel_ms, control["kind"]), after
+
+
+def check_restored(page: Any, group: dict, key: str, start: dict, end: dict, last: Move) -> None:
+    """With every control back where it started, the figure and text must be the starting ones again (pixels
+    kept under `key`); problems go to the last move."""
+    if end["controls"] != start["controls"]:
+        return
+    differs = page.evaluate("([g, k]) => __mha.differs(g, k)", [group["gid"], key])
+    if end["text"] != start["text"] or differs > RESTORED_PIXELS:
+        last.problems.append(f"back at the start, the text or figure differs from the start ({differs:.2%} of pixels)")
+    if abs(end["height"] - start["height"]) > 2:
+        last.problems.append(f"back at the start, output height {start['height']} -> {end['height']} px")
 
 
 def screenshot(page: Any, path: Path) -> Path:
@@ -652,13 +804,13 @@ def screenshot(page: Any, path: Path) -> Path:
 
 
 # --- latency summary ----------------------------------------------------------------------------------------
-def latency_rows(visits: list[Visit]) -> list[dict]:
-    """One row per explorer: median and max ms over every measured move of its sliders, and the median time
-    the kernel was busy during those moves (the rest is messaging and the browser)."""
+def latency_rows(visits: list[Visit], *, sliders: bool = True) -> list[dict]:
+    """One row per explorer: median and max ms over every measured move of its sliders (sliders=False: of its other
+    controls), and the median time the kernel was busy during those moves (the rest is messaging and the browser)."""
     by_explorer: dict[str, list[Move]] = {}
     for visit in visits:
         for move in visit.moves:
-            if move.ms is not None:
+            if move.ms is not None and (move.kind == "slider") == sliders:
                 by_explorer.setdefault(move.explorer, []).append(move)
     rows = []
     for name, moves in by_explorer.items():
@@ -671,18 +823,31 @@ def latency_rows(visits: list[Visit]) -> list[dict]:
     return rows
 
 
-def latency_table(rows: list[dict]) -> str:
-    """The rows as a fixed-width table, with the target."""
-    lines = [f"{'explorer':<48} {'median ms':>10} {'max ms':>8} {'kernel ms':>10} {'moves':>6}"]
-    for r in rows:
-        kernel = "-" if r["kernel_median_ms"] is None else f"{r['kernel_median_ms']:.0f}"
-        lines.append(f"{r['explorer']:<48} {r['median_ms']:>10.0f} {r['max_ms']:>8.0f} {kernel:>10} {r['moves']:>6}")
+def latency_table(rows: list[dict], other_rows: list[dict] | None = None) -> str:
+    """The slider rows as a fixed-width table, with the target; then the rows of the other controls, if given."""
+    width = max([48] + [len(r["explorer"]) for r in rows + (other_rows or [])])
+    lines = table_lines(rows, width)
     lines.append("(ms from a slider key press to the updated image/text in the page; kernel ms: the part the kernel")
     lines.append(f" was busy. Target: median under {TARGET_MEDIAN_MS:.0f} ms at default sizes)")
+    if other_rows:
+        lines += ["", "Other controls (ms from a click, a choice or Enter to the updated image/text):"]
+        lines += table_lines(other_rows, width)
     return "\n".join(lines)
 
 
-def write_latency(rows: list[dict], path: Path) -> None:
-    """Save the rows as JSON (times in ms)."""
+def table_lines(rows: list[dict], width: int) -> list[str]:
+    """A header and one line per row, explorer names padded to `width`."""
+    lines = [f"{'explorer':<{width}} {'median ms':>10} {'max ms':>8} {'kernel ms':>10} {'moves':>6}"]
+    for r in rows:
+        kernel = "-" if r["kernel_median_ms"] is None else f"{r['kernel_median_ms']:.0f}"
+        lines.append(
+            f"{r['explorer']:<{width}} {r['median_ms']:>10.0f} {r['max_ms']:>8.0f} {kernel:>10} {r['moves']:>6}"
+        )
+    return lines
+
+
+def write_latency(rows: list[dict], path: Path, other_rows: list[dict] | None = None) -> None:
+    """Save the slider rows (and those of the other controls) as JSON (times in ms)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"target_median_ms": TARGET_MEDIAN_MS, "explorers": rows}, indent=1) + "\n")
+    data = {"target_median_ms": TARGET_MEDIAN_MS, "explorers": rows, "other_controls": other_rows or []}
+    path.write_text(json.dumps(data, indent=1) + "\n")

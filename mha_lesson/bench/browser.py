@@ -3,7 +3,9 @@
 `python -m mha_lesson.bench browser [--moves N] [--notebooks DIR] [--json PATH]` serves a copy of the lessons,
 runs each in headless Chromium, presses arrow keys on every slider (N steps away from the start and N back) and
 prints one row per explorer with the median and max milliseconds. Target: median under 150 ms at default
-sizes. The browser tests (tests/browser) drive the same code and save the same table to build/.
+sizes. A second table does the same for the other controls (toggle buttons, checkboxes, dropdowns, text fields),
+each changed once and put back. The browser tests (tests/browser) drive the same code and save the same tables
+to build/.
 """
 
 from __future__ import annotations
@@ -35,12 +37,13 @@ def main(argv: list[str]) -> None:
         with _lab.lab_server(args.notebooks, Path(tmp)) as server, _lab.chromium() as context:
             for name in notebooks:
                 visit = _lab.visit_notebook(context, server, name, moves=args.moves)
-                print(f"{name}: open {visit.open_s:.1f} s, run {visit.run_s:.1f} s, {visit.sliders} sliders in "
-                      f"{visit.sliders_s:.1f} s", flush=True)  # fmt: skip
-                for problem in visit.errors + visit.widget_problems + visit.slider_problems:
+                print(f"{name}: open {visit.open_s:.1f} s, run {visit.run_s:.1f} s, {visit.sliders} sliders and "
+                      f"{visit.other_controls} other controls in {visit.controls_s:.1f} s", flush=True)  # fmt: skip
+                problems = visit.errors + visit.widget_problems + visit.slider_problems + visit.other_control_problems
+                for problem in problems:
                     print(f"  problem: {problem.splitlines()[0]}")
                 visits.append(visit)
-    rows = _lab.latency_rows(visits)
-    print(_lab.latency_table(rows))
+    rows, other_rows = _lab.latency_rows(visits), _lab.latency_rows(visits, sliders=False)
+    print(_lab.latency_table(rows, other_rows))
     if args.json:
-        _lab.write_latency(rows, args.json)
+        _lab.write_latency(rows, args.json, other_rows)

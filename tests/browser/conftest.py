@@ -62,18 +62,19 @@ def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
         lab = Lab(server, context)
         yield lab
     visits = [v for v in lab.visits.values() if isinstance(v, _lab.Visit)]
-    rows = _lab.latency_rows(visits)
-    if rows:
-        _lab.write_latency(rows, BUILD / "browser_latency.json")
+    rows, other_rows = _lab.latency_rows(visits), _lab.latency_rows(visits, sliders=False)
+    if rows or other_rows:
+        _lab.write_latency(rows, BUILD / "browser_latency.json", other_rows)
     timings = [
-        f"{v.notebook:<44} open {v.open_s:5.1f} s  run {v.run_s:5.1f} s  {v.sliders:2} sliders {v.sliders_s:5.1f} s"
+        f"{v.notebook:<44} open {v.open_s:5.1f} s  run {v.run_s:5.1f} s  {v.sliders:2} sliders "
+        f"{v.other_controls:2} other controls {v.controls_s:5.1f} s"
         for v in visits
     ]
-    request.config.stash[LATENCY] = "\n".join([*timings, "", _lab.latency_table(rows)])
+    request.config.stash[LATENCY] = "\n".join([*timings, "", _lab.latency_table(rows, other_rows)])
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     """Print per-notebook timings and the latency table after the run (also saved to build/)."""
     if LATENCY in config.stash:
-        terminalreporter.section("JupyterLab in Chromium: timings and slider latency")
+        terminalreporter.section("JupyterLab in Chromium: timings and control latency")
         terminalreporter.write_line(config.stash[LATENCY])

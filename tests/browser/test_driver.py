@@ -38,6 +38,24 @@ def test_latency_rows_group_moves_by_explorer_and_skip_unchanged_moves():
     assert "a" in _lab.latency_table(list(rows.values())).splitlines()[1]
 
 
+def test_latency_rows_keep_sliders_and_other_controls_apart():
+    moves = [_lab.Move("a", "n", 10.0), _lab.Move("a", "mode", 50.0, kind="toggle buttons")]
+    visit = _lab.Visit("x.ipynb", moves=moves)
+    rows, others = _lab.latency_rows([visit]), _lab.latency_rows([visit], sliders=False)
+    assert [(r["explorer"], r["median_ms"]) for r in rows] == [("a", 10.0)]
+    assert [(r["explorer"], r["median_ms"]) for r in others] == [("a", 50.0)]
+    lines = _lab.latency_table(rows, others).splitlines()
+    assert lines[1].split()[:2] == ["a", "10"]
+    assert lines[-1].split()[:2] == ["a", "50"]
+
+
+def test_problems_are_reported_by_kind_of_control():
+    moves = [_lab.Move("a", "n", None, ["stuck"]), _lab.Move("a", "mode", None, ["no change"], kind="toggle buttons")]
+    visit = _lab.Visit("x.ipynb", moves=moves, unchangeable=["a / widget-radio: cannot change it"])
+    assert visit.slider_problems == ["a / n: stuck"]
+    assert visit.other_control_problems == ["a / mode: no change", "a / widget-radio: cannot change it"]
+
+
 @pytest.mark.parametrize(
     ("name", "source", "expected"),
     [

@@ -1,4 +1,4 @@
-"""Every lesson as a learner uses it: opened in JupyterLab in headless Chromium, run, and every slider moved.
+"""Every lesson as a learner uses it: opened in JupyterLab in headless Chromium, run, and every control tried.
 
 Headless execution (nbclient) cannot show a missing widget extension, a front-end error or a redraw that
 piles up outputs; these tests look at the page itself. Each notebook is visited once (see conftest.Lab) and
@@ -29,6 +29,12 @@ def test_every_widget_renders(lab, notebook):
 def test_every_slider_redraws_in_place(lab, notebook):
     visit = lab.visit(notebook)
     assert not visit.slider_problems, "\n".join(visit.slider_problems)
+
+
+def test_every_other_control_redraws_in_place(lab, notebook):
+    # Toggle buttons, checkboxes, dropdowns and text fields: a message instead of the plot counts as a change.
+    visit = lab.visit(notebook)
+    assert not visit.other_control_problems, "\n".join(visit.other_control_problems)
 
 
 def test_nothing_is_fetched_from_the_network(lab, notebook):
