@@ -202,7 +202,7 @@ class PositionHeadExplorer(Explorer):
         ax = fig.subplots()
         n = len(TOKENS)
         self.heatmap = attention_heatmap(ax, np.zeros((n, n)), TOKENS, TOKENS, annotate=False)
-        ax.set_title("query i looks for position i − 3 (sinusoidal)")  # the longest title, for the layout
+        ax.set_title("query i looks for position i − 3 (no positional encoding)")  # the longest, for the layout
         settle_layout(fig)  # the axes never change: one layout pass instead of one per move
         # Only the weights and the title change on a move; labels, ticks and colour bar stay in the background.
         self.animate(self.heatmap, ax.title)
@@ -217,7 +217,9 @@ class PositionHeadExplorer(Explorer):
         self.heatmap.set_data(data["weights"])
         # set_text, not set_title: set_title would reset the position the layout gave the title.
         where = "its own position" if k == 0 else f"position i {'−' if k > 0 else '+'} {abs(k)}"
-        self.heatmap.axes.title.set_text(f"query i looks for {where} ({data['encoding']})")
+        # Without positions the head still "looks for" a place but cannot tell places apart: the map is uniform.
+        code = "no positional encoding" if data["encoding"] == "none" else f"{data['encoding']} encoding"
+        self.heatmap.axes.title.set_text(f"query i looks for {where} ({code})")
         self.text.value = describe_position_head(data)
 
 
