@@ -1,13 +1,14 @@
 """Shared test settings (hypothesis runs are derandomized: every run checks the same examples) and helpers."""
 
 import copy
-import functools
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
-from mha_lesson.export_html import execute
+from mha_lesson.concept_map import NOTEBOOKS
+from mha_lesson.export_html import WORKERS, execute
 
 # derandomize: examples come from a fixed seed, so a failure reproduces on every machine and run;
 # database=None then keeps .hypothesis/ out of the checkout. deadline=None: shared CI cores are noisy.
@@ -17,10 +18,23 @@ settings.load_profile("mha")
 
 @pytest.fixture(scope="session")
 def executed_notebook():
-    """Path -> the notebook run headless (cached: the notebook and static-export tests share one run each)."""
-    run = functools.lru_cache(maxsize=None)(execute)
+    """Path -> the notebook run headless, each run once and shared by the notebook and static-export tests.
 
-    def get(path: Path):
-        return copy.deepcopy(run(Path(path)))
+    The first request starts every lesson, WORKERS at a time, as `make html` runs them; a notebook whose cell
+    fails raises only when that notebook is asked for.
+    """
+    with ThreadPoolExecutor(WORKERS) as pool:
+        runs: dict[Path, Future] = {}
 
-    return get
+        def get(path: Path):
+            if not runs:
+                for lesson in sorted(NOTEBOOKS.resolve().glob("*.ipynb")):
+                    runs[lesson] = pool.submit(execute, lesson)
+            path = Path(path).resolve()
+            if path not in runs:
+                runs[path] = pool.submit(execute, path)
+            return copy.deepcopy(runs[path].result())
+
+        yield get
+        for run in runs.values():
+            run.cancel()  # a filtered run (-k) asked for a few: do not wait for the rest
