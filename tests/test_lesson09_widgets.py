@@ -32,12 +32,16 @@ def test_cross_attention_explorer_self_mode_and_causal():
     assert ex.image.layout.display == "none"
     ex.controls["mode"].value = "self-attention"
     assert ex.error is None and ex.controls["n_kv"].disabled
+    assert ex.controls["n_kv"].value == ex.controls["n_q"].value == 4  # one sequence: the greyed slider shows n_q
     w = ex.data["weights"]
     assert w.shape == (conn.X_H, 4, 4) and np.all(np.triu(w, k=1) == 0)
     keys = [t.get_text() for t in ex.images[0].axes.get_xticklabels()]
     assert keys[:2] == ["y0", "y1"] and "decoder" in ex.images[0].axes.get_xlabel()  # one sequence: y on both axes
-    ex.set(causal=False, mode="cross-attention")
-    assert not ex.controls["n_kv"].disabled and ex.data["weights"].shape == (conn.X_H, 4, 6)
+    ex.controls["n_q"].value = 7
+    assert ex.controls["n_kv"].value == 7 and ex.data["weights"].shape == (conn.X_H, 7, 7)
+    ex.set(causal=False, mode="cross-attention")  # the learner's n_kv = 6 comes back
+    assert not ex.controls["n_kv"].disabled and ex.data["weights"].shape == (conn.X_H, 7, 6)
+    assert ex.controls["n_kv"].value == 6
 
 
 def test_position_head_explorer_follows_offset_encoding_and_gain():

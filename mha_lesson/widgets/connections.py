@@ -100,12 +100,26 @@ class CrossAttentionExplorer(Explorer):
         self.text = widgets.HTML()
         super().__init__(controls, figsize=(9, 3.8), dpi=80)
         self.add_readout(self.text)
-        # Self-attention has one sequence: n_kv follows n_q, so its slider is greyed out there.
-        controls["mode"].observe(self._sync_kv, names="value")
+        # Self-attention has one sequence: n_kv follows n_q there, on a greyed-out slider. The learner's own
+        # n_kv comes back with cross-attention.
+        self.cross_n_kv = n_kv
+        for name in ("mode", "n_q"):  # before the redraw, as in Explorer.keep_heads_valid
+            controls[name].unobserve(self._on_change, names="value")
+            controls[name].observe(self._sync_kv, names="value")
+            controls[name].observe(self._on_change, names="value")
         self._sync_kv()
 
     def _sync_kv(self, change: dict | None = None) -> None:
-        self.controls["n_kv"].disabled = self.controls["mode"].value == "self-attention"
+        """Grey out n_kv and show n_q on it in self-attention; give back the learner's n_kv in cross-attention."""
+        kv, self_mode = self.controls["n_kv"], self.controls["mode"].value == "self-attention"
+        with self.hold():
+            if self_mode and not kv.disabled:
+                self.cross_n_kv = kv.value
+            if self_mode:
+                kv.value = self.controls["n_q"].value
+            elif kv.disabled:
+                kv.value = self.cross_n_kv
+        kv.disabled = self_mode
 
     def setup(self, fig: Figure) -> None:
         """One heatmap per head over every position up to MAX_LEN; positions beyond n_q or n_kv stay grey."""
