@@ -23,7 +23,7 @@ import base64
 import contextlib
 import io
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import ipywidgets as widgets
@@ -219,21 +219,26 @@ class Explorer:
         except Exception as exc:  # a slider callback must never print a traceback into the lesson
             self.show_message(f"unexpected error: {type(exc).__name__}: {exc}")
 
-    def keep_heads_valid(self, d_model: str = "d_model", h: str = "h") -> None:
-        """Make the `h` control (a SelectionSlider) offer only divisors of the `d_model` control's value."""
+    def before_redraw(self, callback: Callable[[dict], None], *names: str) -> None:
+        """Run callback on every change of these controls before the redraw (e.g. to keep another control valid)."""
+        for name in names:
+            # Observers run in registration order: put the callback ahead of the redraw.
+            self.controls[name].unobserve(self._on_change, names="value")
+            self.controls[name].observe(callback, names="value")
+            self.controls[name].observe(self._on_change, names="value")
+
+    def keep_heads_valid(self, d_model: str = "d_model", h: str = "h", most: int | None = None) -> None:
+        """Make the `h` control (a SelectionSlider) offer only divisors of the `d_model` control's value (<= most)."""
 
         def update_options(change: dict) -> None:
-            options = divisors(int(change["new"]))
+            options = [d for d in divisors(int(change["new"])) if most is None or d <= most]
             current = self.controls[h].value
             with self.hold():
                 self.controls[h].options = options
                 # Keep the learner's h when still valid, else the nearest valid one.
                 self.controls[h].value = min(options, key=lambda o: (abs(o - current), o))
 
-        # Observers run in registration order: fix h first, then redraw once with a valid pair.
-        self.controls[d_model].unobserve(self._on_change, names="value")
-        self.controls[d_model].observe(update_options, names="value")
-        self.controls[d_model].observe(self._on_change, names="value")
+        self.before_redraw(update_options, d_model)  # fix h first, then redraw once with a valid pair
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict:
         bundle = self.widget._repr_mimebundle_(**kwargs)

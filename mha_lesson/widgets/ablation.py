@@ -100,11 +100,7 @@ class AblationExplorer(Explorer):
         self.layout_key: tuple | None = None
         super().__init__(controls, figsize=(11, 3.6), dpi=80)
         self.add_readout(self.text)
-        # Observers run in registration order: fix the "switch off" options before the redraw.
-        for name in ("source", "h"):
-            self.controls[name].unobserve(self._on_change, names="value")
-            self.controls[name].observe(self.update_off_options, names="value")
-            self.controls[name].observe(self._on_change, names="value")
+        self.before_redraw(self.update_off_options, "source", "h")  # offer only existing heads to switch off
         self.update_off_options()
 
     @staticmethod

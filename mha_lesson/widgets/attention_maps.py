@@ -119,7 +119,7 @@ class AttentionMapExplorer(Explorer):
         self.grids: dict[tuple, dict[str, Any]] = {}  # one figure per (h, labelled), built on first use
         super().__init__(controls, figsize=(10, 3.3), dpi=DPI)
         self.add_readout(self.text)
-        self.follow_d_model()
+        self.keep_heads_valid(most=MAX_HEADS)
         controls["source"].observe(self.enable_controls, names="value")
         self.enable_controls()
 
@@ -127,22 +127,6 @@ class AttentionMapExplorer(Explorer):
     def head_options(d_model: int) -> list[int]:
         """Valid h for this d_model: its divisors, up to MAX_HEADS panels."""
         return [d for d in divisors(d_model) if d <= MAX_HEADS]
-
-    def follow_d_model(self) -> None:
-        """Like Explorer.keep_heads_valid, but offering at most MAX_HEADS heads."""
-
-        def update_options(change: dict) -> None:
-            options = self.head_options(int(change["new"]))
-            current = self.controls["h"].value
-            with self.hold():
-                self.controls["h"].options = options
-                self.controls["h"].value = min(options, key=lambda o: (abs(o - current), o))
-
-        d_model = self.controls["d_model"]
-        # Observers run in registration order: fix h first, then redraw once with a valid pair.
-        d_model.unobserve(self._on_change, names="value")
-        d_model.observe(update_options, names="value")
-        d_model.observe(self._on_change, names="value")
 
     def enable_controls(self, change: dict | None = None) -> None:
         """Grey out the sliders the toy sentence ignores."""

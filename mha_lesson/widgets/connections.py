@@ -103,10 +103,7 @@ class CrossAttentionExplorer(Explorer):
         # Self-attention has one sequence: n_kv follows n_q there, on a greyed-out slider. The learner's own
         # n_kv comes back with cross-attention.
         self.cross_n_kv = n_kv
-        for name in ("mode", "n_q"):  # before the redraw, as in Explorer.keep_heads_valid
-            controls[name].unobserve(self._on_change, names="value")
-            controls[name].observe(self._sync_kv, names="value")
-            controls[name].observe(self._on_change, names="value")
+        self.before_redraw(self._sync_kv, "mode", "n_q")
         self._sync_kv()
 
     def _sync_kv(self, change: dict | None = None) -> None:

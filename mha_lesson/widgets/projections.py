@@ -132,10 +132,7 @@ class ProjectionExplorer(Explorer):
                 self.controls["head"].options = tuple(range(change["new"]))
                 self.controls["head"].value = min(current, change["new"] - 1)
 
-        # Same order as Explorer.keep_heads_valid: fix the head first, then redraw once.
-        self.controls["h"].unobserve(self._on_change, names="value")
-        self.controls["h"].observe(update_options, names="value")
-        self.controls["h"].observe(self._on_change, names="value")
+        self.before_redraw(update_options, "h")  # fix the head first, then redraw once
 
     def setup(self, fig: Figure) -> None:
         """Left: the token plane; right: the head's attention map."""
