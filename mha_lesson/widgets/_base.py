@@ -35,9 +35,9 @@ from PIL import Image
 from .._blas import one_blas_thread
 
 
-def divisors(n: int) -> list[int]:
-    """All positive divisors of n in increasing order: the valid head counts for d_model = n."""
-    return [i for i in range(1, n + 1) if n % i == 0]
+def divisors(n: int, most: int | None = None) -> list[int]:
+    """Positive divisors of n (up to most) in increasing order: the valid head counts for d_model = n."""
+    return [i for i in range(1, (n if most is None else min(n, most)) + 1) if n % i == 0]
 
 
 def settle_layout(fig: Figure) -> None:
@@ -231,7 +231,7 @@ class Explorer:
         """Make the `h` control (a SelectionSlider) offer only divisors of the `d_model` control's value (<= most)."""
 
         def update_options(change: dict) -> None:
-            options = [d for d in divisors(int(change["new"])) if most is None or d <= most]
+            options = divisors(int(change["new"]), most)
             current = self.controls[h].value
             with self.hold():
                 self.controls[h].options = options

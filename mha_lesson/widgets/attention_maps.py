@@ -95,7 +95,7 @@ def describe(data: dict[str, Any]) -> str:
 class AttentionMapExplorer(Explorer):
     """Controls source, d_model, h, n, seed, causal -> a grid of per-head heatmaps (queries on rows)."""
 
-    backgrounds_kept = 8  # one per recently shown grid (h and labelling) and n
+    backgrounds_kept = 8  # one per recently shown grid (h and labelling) and title (input and mask)
 
     def __init__(
         self,
@@ -109,7 +109,7 @@ class AttentionMapExplorer(Explorer):
         controls = {
             "source": widgets.ToggleButtons(options=SOURCES, value=source, description="input"),
             "d_model": widgets.SelectionSlider(options=D_MODELS, value=d_model, description="d_model"),
-            "h": widgets.SelectionSlider(options=self.head_options(d_model), value=h, description="h"),
+            "h": widgets.SelectionSlider(options=divisors(d_model, MAX_HEADS), value=h, description="h"),
             "n": widgets.IntSlider(value=n, min=1, max=MAX_N, description="n (tokens)", continuous_update=False),
             "seed": widgets.IntSlider(value=seed, min=0, max=20, description="seed", continuous_update=False),
             "causal": widgets.Checkbox(value=causal, description="causal mask"),
@@ -122,11 +122,6 @@ class AttentionMapExplorer(Explorer):
         self.keep_heads_valid(most=MAX_HEADS)
         controls["source"].observe(self.enable_controls, names="value")
         self.enable_controls()
-
-    @staticmethod
-    def head_options(d_model: int) -> list[int]:
-        """Valid h for this d_model: its divisors, up to MAX_HEADS panels."""
-        return [d for d in divisors(d_model) if d <= MAX_HEADS]
 
     def enable_controls(self, change: dict | None = None) -> None:
         """Grey out the sliders the toy sentence ignores."""
