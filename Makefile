@@ -33,7 +33,7 @@ lint: $(STAMP)
 
 # A static, offline copy of every lesson, executed, in build/html/ (open build/html/index.html).
 html: $(STAMP)
-	$(BIN)/python -m mha_lesson.export_html
+	$(BIN)/python -m mha_lesson.aids.export_html
 
 bench: $(STAMP)
 	$(BIN)/python -m mha_lesson.bench

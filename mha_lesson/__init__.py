@@ -1,7 +1,9 @@
 """mha_lesson: multi-head attention derived step by step, as a small tested numpy library.
 
-The core (attention, heads, projections, multihead, cost) is pure numpy. Plots and widgets live in
-their own modules on top of it and are imported only when a lesson asks for them.
+Layers, each importing only from those before it:
+- this package's root: the numpy library (attention, heads, projections, multihead, cost, encoder, pretrained, ...);
+- `demos/`: what exists to make one lesson's point; `aids/`: the concept map, flashcards and HTML export;
+- `plots/` and `widgets/` on top; then `exercises/` and `bench/`.
 """
 
 from . import cost

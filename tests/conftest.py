@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from mha_lesson.concept_map import NOTEBOOKS
-from mha_lesson.export_html import WORKERS, execute
+from mha_lesson.aids.concept_map import NOTEBOOKS
+from mha_lesson.aids.export_html import WORKERS, execute
 
 # derandomize: examples come from a fixed seed, so a failure reproduces on every machine and run;
 # database=None then keeps .hypothesis/ out of the checkout. deadline=None: shared CI cores are noisy.

@@ -1,4 +1,4 @@
-"""mha_lesson.complexity: every helper against a second, independent computation."""
+"""mha_lesson.demos.complexity: every helper against a second, independent computation."""
 
 import math
 from fractions import Fraction
@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mha_lesson as mha
-from mha_lesson import complexity as cx
 from mha_lesson import cost
+from mha_lesson.demos import complexity as cx
 
 heads_and_width = st.tuples(st.integers(1, 8), st.integers(1, 8)).map(lambda t: (t[0] * t[1], t[1]))  # (d, h)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from matplotlib.transforms import Bbox
 
-from mha_lesson import concept_map as cm
+from mha_lesson.aids import concept_map as cm
 from mha_lesson.plots.concept_map import draw_concept_map, text_boxes, to_png
 
 

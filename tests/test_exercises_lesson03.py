@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mha_lesson import toy
+from mha_lesson.demos import toy
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson03 as ex
 

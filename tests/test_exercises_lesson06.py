@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mha_lesson as mha
-from mha_lesson.examples import worked_example
+from mha_lesson.demos.examples import worked_example
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson06 as ex
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import mha_lesson as mha
-from mha_lesson import mistakes as mk
+from mha_lesson.demos import mistakes as mk
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson08 as ex
 

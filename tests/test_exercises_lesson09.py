@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 import mha_lesson as mha
-from mha_lesson import connections as conn
+from mha_lesson.demos import connections as conn
+from mha_lesson.demos.toy import TOKENS, token_part
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson09 as ex
-from mha_lesson.toy import TOKENS, token_part
 
 
 def test_cross_attention_exercise():

@@ -10,8 +10,8 @@ import time
 import nbformat
 import pytest
 
-from mha_lesson import export_html as ex
-from mha_lesson.concept_map import NOTEBOOKS
+from mha_lesson.aids import export_html as ex
+from mha_lesson.aids.concept_map import NOTEBOOKS
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(64))).decode()
 

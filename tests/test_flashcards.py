@@ -13,8 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mha_lesson as mha
-from mha_lesson import flashcards as fc
-from mha_lesson.concept_map import LESSONS
+from mha_lesson.aids import flashcards as fc
+from mha_lesson.aids.concept_map import LESSONS
 
 SEED_QUESTION = "What is the primary advantage of multi-head attention over single-head attention?"
 CARDS = fc.load_deck()

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mha_lesson as mha
-from mha_lesson import toy
+from mha_lesson.demos import toy
 from mha_lesson.widgets import divisors
 from mha_lesson.widgets.attention_maps import MAX_HEADS, MAX_N, attention_map_explorer, attention_maps
 

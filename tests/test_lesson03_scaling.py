@@ -11,8 +11,8 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 
 import mha_lesson as mha
+from mha_lesson.demos.scaling import jacobian_norm, row_stats, score_variance
 from mha_lesson.plots.scaling import saturation_axes, set_saturation
-from mha_lesson.scaling import jacobian_norm, row_stats, score_variance
 from mha_lesson.widgets.scaling import D_KS, scaling_explorer, scaling_stats
 
 

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 import mha_lesson as mha
-from mha_lesson import toy
-from mha_lesson.concat import recovery_errors
+from mha_lesson.demos import toy
+from mha_lesson.demos.concat import recovery_errors
 from mha_lesson.plots.heads import labelled_bars, recovery_bars
 
 SIZES = st.sampled_from([(8, 2), (12, 3), (16, 4), (24, 6), (32, 8), (6, 1)])

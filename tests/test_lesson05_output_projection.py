@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mha_lesson as mha
-from mha_lesson import toy
+from mha_lesson.demos import toy
 from mha_lesson.widgets.ablation import NONE, ablation, ablation_explorer
 
 SIZES = st.sampled_from([(8, 2), (12, 3), (16, 4), (32, 8), (6, 1)])

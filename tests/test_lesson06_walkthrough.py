@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import mha_lesson as mha
-from mha_lesson import walkthrough as wt
-from mha_lesson.examples import TOKENS, worked_example
+from mha_lesson.demos import walkthrough as wt
+from mha_lesson.demos.examples import TOKENS, worked_example
 
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 

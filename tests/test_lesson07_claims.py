@@ -7,8 +7,8 @@ import pytest
 from matplotlib.figure import Figure
 
 import mha_lesson as mha
-from mha_lesson import complexity as cx
 from mha_lesson import cost
+from mha_lesson.demos import complexity as cx
 from mha_lesson.plots import complexity as cplots
 
 

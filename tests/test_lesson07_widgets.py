@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from mha_lesson import complexity as cx
 from mha_lesson import cost
+from mha_lesson.demos import complexity as cx
 from mha_lesson.widgets._base import divisors
 from mha_lesson.widgets.complexity import (
     D_MODEL_OPTIONS,

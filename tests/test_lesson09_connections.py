@@ -11,8 +11,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import mha_lesson as mha
-from mha_lesson import connections as conn
-from mha_lesson import toy
+from mha_lesson.demos import connections as conn
+from mha_lesson.demos import toy
 from mha_lesson.encoder import encoder_layer, feed_forward, init_encoder_layer, layer_norm
 from mha_lesson.positional import sinusoidal_encoding
 from mha_lesson.widgets import connections as wc

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from mha_lesson import connections as conn
-from mha_lesson.toy import TOKENS
+from mha_lesson.demos import connections as conn
+from mha_lesson.demos.toy import TOKENS
 from mha_lesson.widgets import connections as wc
 
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mha_lesson as mha
-from mha_lesson import mistakes as mk
+from mha_lesson.demos import mistakes as mk
 from mha_lesson.exercises import lesson08 as ex
 
 MISTAKES = list(mk.MISTAKES.values())

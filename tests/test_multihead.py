@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from mask_sampling import random_mask
 
 import mha_lesson as m
-from mha_lesson.examples import TOKENS, worked_example
+from mha_lesson.demos.examples import TOKENS, worked_example
 
 
 def with_random_biases(p, rng):

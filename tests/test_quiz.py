@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mha_lesson.flashcards import Card, load_deck, parse_deck
+from mha_lesson.aids.flashcards import Card, load_deck, parse_deck
 from mha_lesson.widgets.quiz import Quiz, quiz
 
 DECK = "#flashcards/t\n## Lesson 01: A\n" + "\n".join(f"Q{i}? :: A{i} <b>&</b>" for i in range(5))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mha_lesson as m
-from mha_lesson.examples import worked_example
+from mha_lesson.demos.examples import worked_example
 
 FIXTURE = Path(__file__).parent / "reference" / "torch_mha.npz"
 with np.load(FIXTURE) as _data:
@@ -67,7 +67,7 @@ def test_worked_example_in_the_fixture_is_the_current_one():
 
 
 def test_the_packaged_worked_example_reference_is_the_fixtures_torch_output():
-    from mha_lesson.examples import torch_reference
+    from mha_lesson.demos.examples import torch_reference
 
     ref = torch_reference()
     *_, torch_out, torch_weights = load("worked_example")

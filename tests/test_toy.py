@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import mha_lesson as mha
-from mha_lesson import toy
+from mha_lesson.demos import toy
 
 SENTENCES = st.lists(st.sampled_from(toy.VOCAB), min_size=2, max_size=toy.MAX_LEN).map(tuple)
 

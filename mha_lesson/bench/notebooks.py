@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from mha_lesson.concept_map import NOTEBOOKS
-from mha_lesson.export_html import WORKERS, execute, execute_all
+from mha_lesson.aids.concept_map import NOTEBOOKS
+from mha_lesson.aids.export_html import WORKERS, execute, execute_all
 
 TARGET_S = 60.0
 

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
+from ..demos.toy import MAX_LEN, PREVIOUS, TOKENS, toy_embeddings, toy_params, toy_weights
 from ..multihead import multi_head_attention
-from ..toy import MAX_LEN, PREVIOUS, TOKENS, toy_embeddings, toy_params, toy_weights
 from ._base import Feedback, as_number, as_whole_number, right, wrong
 
 # Exercise 1: q has variance VAR_Q per component, k has VAR_K, d_k = D_K.

@@ -6,7 +6,7 @@ import dataclasses
 import math
 
 from ..attention import causal_mask
-from ..examples import worked_example
+from ..demos.examples import worked_example
 from ..multihead import multi_head_attention
 from ._base import Feedback, as_number, as_shape, right, wrong
 

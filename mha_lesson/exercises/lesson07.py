@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import complexity as cx
 from .. import cost
+from ..demos import complexity as cx
 from ._base import Feedback, as_number, right, wrong
 
 

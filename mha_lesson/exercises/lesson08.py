@@ -7,8 +7,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..attention import causal_mask, scaled_dot_product_attention
+from ..demos.mistakes import MISTAKES, check_causal
 from ..heads import merge_heads, split_heads
-from ..mistakes import MISTAKES, check_causal
 from ..projections import MHAParams
 from ._base import Feedback, right, wrong
 

@@ -7,11 +7,11 @@ from collections.abc import Callable
 import numpy as np
 
 from ..attention import causal_mask
-from ..connections import permutation_errors, sinusoidal_part, translation_inputs, translation_params
+from ..demos.connections import permutation_errors, sinusoidal_part, translation_inputs, translation_params
+from ..demos.toy import TOKENS, token_part
 from ..encoder import encoder_layer, init_encoder_layer
 from ..multihead import multi_head_attention
 from ..projections import init_params
-from ..toy import TOKENS, token_part
 from ._base import Feedback, as_array, as_whole_number, right, wrong
 
 N_CAUSAL = len(TOKENS)  # exercise 2 asks about the toy sentence

@@ -10,8 +10,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import NullLocator
 
-from .. import complexity as cx
 from ..cost import attention_memory_bytes
+from ..demos import complexity as cx
 
 # Linear parts in blues, quadratic parts in reds: the stack reads as two groups, n-bound below n²-bound.
 STACK_ORDER = ("projections", "output_projection", "scores", "weighted_sum", "softmax")

@@ -1,4 +1,4 @@
-"""Draw the concept map of `mha_lesson.concept_map` with matplotlib alone, at the positions stored in the data."""
+"""Draw the concept map of `mha_lesson.aids.concept_map` with matplotlib alone, at the positions stored in the data."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.text import Text
 
-from ..concept_map import EDGES, GROUPS, NODES, Edge, Node, check_map
+from ..aids.concept_map import EDGES, GROUPS, NODES, Edge, Node, check_map
 
 XLIM, YLIM = (0.0, 16.0), (0.0, 10.0)
 

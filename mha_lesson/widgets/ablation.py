@@ -12,10 +12,10 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..demos.toy import HEAD_NAMES, TOKENS, toy_embeddings, toy_params
 from ..multihead import multi_head_attention, multi_head_attention_loop
 from ..plots.heads import labelled_bars
 from ..projections import init_params
-from ..toy import HEAD_NAMES, TOKENS, toy_embeddings, toy_params
 from ._base import Explorer, divisors, fixed_margins
 from .attention_maps import SOURCES
 

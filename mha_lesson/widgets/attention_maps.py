@@ -14,11 +14,11 @@ from matplotlib.ticker import MaxNLocator
 
 from .._checks import check_heads
 from ..attention import causal_mask
+from ..demos.toy import HEAD_NAMES, TOKENS, toy_params, toy_weights
 from ..multihead import multi_head_attention
 from ..plots.attention import heatmap_grid
 from ..plots.heads import set_heatmaps
 from ..projections import init_params
-from ..toy import HEAD_NAMES, TOKENS, toy_params, toy_weights
 from ._base import Explorer, divisors, fixed_margins
 
 SOURCES = ("toy sentence", "random")
@@ -81,7 +81,7 @@ def describe(data: dict[str, Any]) -> str:
     w = data["weights"]
     peak = float(w.max(axis=-1).mean())
     where = (
-        "the toy sentence with the hand-made heads of mha_lesson.toy"
+        "the toy sentence with the hand-made heads of mha_lesson.demos.toy"
         if data["source"] == "toy sentence"
         else "random x ~ N(0, 1) with Glorot-uniform W^Q, W^K (untrained)"
     )

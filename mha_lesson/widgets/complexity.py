@@ -6,8 +6,8 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
-from .. import complexity as cx
 from .. import cost
+from ..demos import complexity as cx
 from ..plots.complexity import FlopPartsPlot
 from ._base import Explorer, divisors
 

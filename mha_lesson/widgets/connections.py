@@ -1,7 +1,7 @@
 """Lesson 9's explorers: cross-attention shapes, and a head that attends by position.
 
 attention_shapes is the cross-attention explorer's pure compute (tests call it); the position head's numbers
-come from the core module mha_lesson.connections. The explorers only draw their results.
+come from the core module mha_lesson.demos.connections. The explorers only draw their results.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..attention import causal_mask
-from ..connections import ENCODINGS, X_DMODEL, X_H, position_head
+from ..demos.connections import ENCODINGS, X_DMODEL, X_H, position_head
+from ..demos.toy import TOKENS
 from ..multihead import multi_head_attention
 from ..plots.attention import attention_heatmap
 from ..projections import init_params
-from ..toy import TOKENS
 from ._base import Explorer, settle_layout
 
 # --- cross-attention: how the shapes follow n_q and n_kv ----------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
-from ..flashcards import Card, load_deck
+from ..aids.flashcards import Card, load_deck
 
 
 class Quiz:

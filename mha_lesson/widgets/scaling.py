@@ -1,4 +1,4 @@
-"""Lesson 3's "why divide by sqrt(d_k)" explorer; the statistics behind it live in mha_lesson.scaling."""
+"""Lesson 3's "why divide by sqrt(d_k)" explorer; the statistics behind it live in mha_lesson.demos.scaling."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from matplotlib.lines import Line2D
 
 from .._checks import check_positive_int
 from ..attention import softmax
+from ..demos.scaling import row_stats
 from ..plots.scaling import (
     RAW,
     SCALED,
@@ -24,7 +25,6 @@ from ..plots.scaling import (
     set_variance,
     variance_axes,
 )
-from ..scaling import row_stats
 from ._base import Explorer, settle_layout
 
 D_KS = tuple(2**i for i in range(11))  # 1 .. 1024

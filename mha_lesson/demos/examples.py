@@ -1,4 +1,4 @@
-"""Small fixed inputs for the lessons, small enough to check by hand."""
+"""Forward-pass-by-hand and common-mistakes lessons: small fixed inputs, small enough to check by hand."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from importlib import resources
 
 import numpy as np
 
-from .projections import MHAParams
+from ..projections import MHAParams
 
 # Token labels of worked_example(), one per row of x.
 TOKENS = ("the", "cat", "ate", "fish")

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-DECK = Path(__file__).resolve().parent.parent / "flashcards" / "multi-head-attention.md"
+DECK = Path(__file__).resolve().parents[2] / "flashcards" / "multi-head-attention.md"
 SEPARATOR = "::"
 
 _HEADING = re.compile(r"#{1,6}\s+(?P<text>.*)")
@@ -110,7 +110,7 @@ def export_anki_tsv(cards: Iterable[Card], path: str | Path, deck_name: str = "M
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m mha_lesson.flashcards [OUT]`: check the deck and export it to OUT (default build/anki/...)."""
+    """`python -m mha_lesson.aids.flashcards [OUT]`: check the deck and export it to OUT (default build/anki/...)."""
     argv = sys.argv[1:] if argv is None else argv
     out = Path(argv[0]) if argv else Path("build") / "anki" / "multi-head-attention.tsv"
     cards = load_deck()

@@ -1,4 +1,4 @@
-"""Lesson 7's numbers: parameter counts by hand, the n^2-versus-n crossover, timings and their log-log slopes.
+"""Parameters-and-complexity lesson: parameter counts by hand, the n^2-versus-n crossover, timings, slopes.
 
 Everything here stands on mha_lesson.cost (the closed-form counts) and checks it a second way: parameters by
 counting the arrays of init_params, the crossover by solving the equality and by searching flop_count,
@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from . import cost
-from ._checks import check_heads, check_positive_int
-from .attention import scaled_dot_product_attention
-from .multihead import multi_head_attention
-from .projections import MHAParams, init_params
+from .. import cost
+from .._checks import check_heads, check_positive_int
+from ..attention import scaled_dot_product_attention
+from ..multihead import multi_head_attention
+from ..projections import MHAParams, init_params
 
 # Parts that grow as n (a matmul against a d_model-wide weight per token) and as n^2 (every query-key pair).
 LINEAR_PARTS = ("projections", "output_projection")

@@ -1,4 +1,4 @@
-"""Lesson 9's connections on the core: a cross-attention example, permutation equivariance, and a head that
+"""Connections lesson, on the core: a cross-attention example, permutation equivariance, and a head that
 attends by position through the sinusoidal code.
 
 Pure numpy, like the rest of the core: the lesson, its explorers (widgets/connections.py) and its tests call
@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .multihead import multi_head_attention
-from .positional import sinusoidal_encoding
-from .projections import MHAParams
+from ..multihead import multi_head_attention
+from ..positional import sinusoidal_encoding
+from ..projections import MHAParams
 from .toy import D_MODEL, TOKENS, VOCAB, WORD, token_part
 
 # --- cross-attention: a decoder-like sequence reads an encoder-like one -----------------------------------

@@ -1,4 +1,4 @@
-"""A toy sentence and four hand-made heads that attend to four different places, before any training.
+"""Scaled dot-product attention lesson: a toy sentence and four hand-made heads, each attending elsewhere.
 
 Embedding of token i: x_i = token part + positional part, both (d_model,) with d_model = 64:
 - token part: a one-hot over the 5-word vocabulary in columns 0-4 (which word is this?);
@@ -24,10 +24,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._checks import check_heads
-from .attention import causal_mask
-from .multihead import multi_head_attention
-from .projections import MHAParams, init_params
+from .._checks import check_heads
+from ..attention import causal_mask
+from ..multihead import multi_head_attention
+from ..projections import MHAParams, init_params
 
 VOCAB = ("the", "cat", "saw", "dog", "and")
 # Every word but "and" occurs at least twice, so the co-reference head has somewhere to look.

@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 
 # Where the notebooks live when the package is used from its checkout (as `make lab` does).
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 # Reading order: notebook stem -> title.
 LESSONS: dict[str, str] = {

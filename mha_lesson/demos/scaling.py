@@ -1,4 +1,4 @@
-"""Why attention divides scores by sqrt(d_k): the statistics lesson 3 measures (pure numpy).
+"""Scaled dot-product attention lesson: why scores are divided by sqrt(d_k), the statistics it measures.
 
 For q and k with d_k independent components of mean 0 and variance 1, q.k is a sum of d_k products of
 variance 1 each, so Var(q.k) = d_k: scores spread out as sqrt(d_k). Fed unscaled to a softmax, wide scores
@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from ._checks import check_positive_int
-from .attention import softmax
+from .._checks import check_positive_int
+from ..attention import softmax
 
 
 def score_variance(d_ks: tuple[int, ...] | list[int], samples: int = 2000, seed: int = 0) -> dict[str, np.ndarray]:

@@ -1,6 +1,6 @@
 """Static HTML export: execute every notebook and write build/html/<name>.html plus an index.html.
 
-`python -m mha_lesson.export_html [--out DIR] [--timeout S] [NOTEBOOK ...]` (default: every notebook in
+`python -m mha_lesson.aids.export_html [--out DIR] [--timeout S] [NOTEBOOK ...]` (default: every notebook in
 notebooks/). Each notebook runs headless with notebooks/ as its working directory, exactly as in the lab.
 
 The pages must read offline, so nbconvert's lab template is used without everything it fetches from a CDN:
@@ -233,7 +233,7 @@ def export(
 
 def main(argv: list[str] | None = None) -> None:
     """Command line: export the given notebooks (default: all of notebooks/) to --out."""
-    parser = argparse.ArgumentParser(prog="python -m mha_lesson.export_html", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m mha_lesson.aids.export_html", description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path, help="notebooks to export (default: notebooks/*.ipynb)")
     parser.add_argument("--out", type=Path, default=Path("build") / "html", help="output folder (default build/html)")
     parser.add_argument("--timeout", type=int, default=300, help="seconds allowed per cell (default 300)")

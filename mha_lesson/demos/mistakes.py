@@ -1,4 +1,4 @@
-"""Common mistakes in multi-head attention: each one as a small buggy function, with the check that catches it.
+"""Common-mistakes lesson: the usual bugs in multi-head attention, each a small buggy function with its check.
 
 Every mistake in MISTAKES pairs a buggy function with the correct core function of the same signature and a
 check. A check calls the function it is given on a small seeded input and returns a CheckResult: passed is
@@ -18,10 +18,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .attention import causal_mask, scaled_dot_product_attention, softmax
-from .heads import merge_heads, split_heads
-from .multihead import multi_head_attention
-from .projections import MHAParams, init_params
+from ..attention import causal_mask, scaled_dot_product_attention, softmax
+from ..heads import merge_heads, split_heads
+from ..multihead import multi_head_attention
+from ..projections import MHAParams, init_params
 
 Pair = tuple[np.ndarray, np.ndarray]  # (output, attention weights), as the core's attention functions return
 

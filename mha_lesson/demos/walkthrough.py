@@ -1,4 +1,4 @@
-"""Lesson 6's printing helpers: one named step of the forward pass with its shape, readable by hand.
+"""Forward-pass-by-hand lesson's printing helpers: one named step of the forward pass with its shape, readable by hand.
 
 Nothing here computes attention: the numbers come from multi_head_attention_loop's trace (or from the
 lesson's own cells), and these functions only lay them out with token labels and few decimals.

@@ -1,4 +1,4 @@
-"""Why heads are concatenated, not summed (lesson 4): can each head's output be read back from the result?
+"""Why heads are concatenated, not summed (concatenation lesson): can each head's output be read back from the result?
 
 A slice of the concatenation returns head i exactly. The sum of the heads has only d_k columns for h heads'
 worth of numbers, so no linear read-out recovers every head from it (unless the heads happen to be redundant).
