@@ -8,7 +8,7 @@ import numpy as np
 
 from ._checks import check_positive_int
 
-# Lesson 2's sentence: eight distinct words, so every row of the attention maps is a different token.
+# Lesson 3's sentence: eight distinct words, so every row of the attention maps is a different token.
 EXAMPLE_TOKENS = ("my", "old", "cat", "sat", "on", "the", "warm", "mat")
 
 

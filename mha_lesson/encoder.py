@@ -1,7 +1,7 @@
 """A transformer encoder layer on the core: layer norm, the GELU feed-forward network, post-LN residual wiring.
 
 encoder_layer follows BERT (post-LN): x = LN(x + MHA(x)); x = LN(x + FFN(x)). The attention inside is the
-core's multi_head_attention, so every result of lessons 1-8 holds for each of the layer's heads.
+core's multi_head_attention, so every result of lessons 2-9 holds for each of the layer's heads.
 """
 
 from __future__ import annotations

@@ -315,7 +315,7 @@ def describe_ablation(cosine: np.ndarray, reference: float, reference_name: str,
 
 
 def torch_reference() -> dict[str, Any]:
-    """PyTorch's all-MiniLM-L6-v2 results shipped for lesson 10 (tests/reference/make_minilm_fixture.py writes them).
+    """PyTorch's all-MiniLM-L6-v2 results shipped for lesson 13 (tests/reference/make_minilm_fixture.py writes them).
 
     'sentences' (S,) and their sentence-transformers 'embeddings' (S, 384) float32; one short 'text', its
     'tokens' (n,) and transformers' attention weights 'attn' (n_layers, h, n, n) float32; 'versions' used.

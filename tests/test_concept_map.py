@@ -33,7 +33,7 @@ def test_every_notebook_in_the_folder_is_a_planned_lesson():
 
 def test_the_map_covers_every_teaching_lesson_and_the_listed_connections():
     covered = {n.lesson for n in cm.NODES}
-    assert covered == set(cm.LESSONS) - {"00_start_here", "11_review"}
+    assert covered == set(cm.LESSONS) - {"00_start_here", "15_review"}
     labels = " ".join(cm.plain(n.label).lower() for n in cm.NODES)
     for concept in (
         "multi-head attention",
@@ -64,7 +64,7 @@ def test_every_node_is_connected_and_the_derivation_is_a_chain():
         (cm.NODES + (cm.NODES[0],), cm.EDGES, "unique keys"),
         (cm.NODES, cm.EDGES + (cm.Edge("mha", "nowhere", "x"),), "'nowhere'"),
         (cm.NODES + (cm.Node("z", "Z", "12_extra", "", (1, 1), "use"),), cm.EDGES, "'12_extra'"),
-        (cm.NODES + (cm.Node("z", "Z", "01_why_split_heads", "", (1, 1), "other"),), cm.EDGES, "'other'"),
+        (cm.NODES + (cm.Node("z", "Z", "02_why_split_heads", "", (1, 1), "other"),), cm.EDGES, "'other'"),
         (cm.NODES, cm.EDGES + (cm.Edge("mha", "self", "x", at=1.5),), "at"),
     ],
 )
@@ -86,7 +86,7 @@ def test_markdown_table_has_one_row_per_node_with_three_cells():
     for row in rows:
         cells = re.split(r"(?<!\\)\|", row)[1:-1]  # an escaped \| stays inside its cell
         assert len(cells) == 3, row
-    assert "[04 Concatenating the heads](04_concatenate_heads.ipynb)" in cm.markdown_table()
+    assert "[05 Concatenating the heads](05_concatenate_heads.ipynb)" in cm.markdown_table()
 
 
 def test_figure_has_a_box_per_node_naming_its_lesson_and_a_label_per_edge(fig):

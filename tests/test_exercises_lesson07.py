@@ -1,43 +1,74 @@
-"""Lesson 7's exercise checks: right answers pass, common wrong ones get a specific hint, None is friendly."""
+"""Lesson 7's exercise checks: right answers (the notebook's solutions) pass, typical slips get specific hints."""
+
+import math
 
 import numpy as np
 import pytest
 
+import mha_lesson as mha
+from mha_lesson.demos.examples import worked_example
+from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson07 as ex
 
 
-@pytest.mark.parametrize("check", [ex.check_param_count, ex.check_crossover, ex.check_memory_bytes])
-def test_none_and_non_numbers_get_a_friendly_message(check):
-    assert not check(None) and "Replace None" in check(None).message
-    assert not check("12") and "number" in check("12").message
-    assert not check(float("nan"))
+def test_doubled_query_weight_by_hand_matches_the_core():
+    # Solution: 'cat's scaled scores [0, 2, 0, 2] double to [0, 4, 0, 4]; softmax weight on 'fish'.
+    by_hand = np.exp(4) / (2 + 2 * np.exp(4))
+    assert ex.doubled_query_weight() == pytest.approx(by_hand, abs=1e-12)
+    assert round(by_hand, 3) == 0.491
 
 
-def test_param_count():
-    assert ex.check_param_count(4 * 1280**2) and ex.check_param_count(6_553_600)
-    assert ex.check_param_count(float(4 * 1280**2))
-    assert "biases" in ex.check_param_count(4 * 1280**2 + 4 * 1280).message
-    assert "W^O" in ex.check_param_count(3 * 1280**2).message
-    assert "full width" in ex.check_param_count(20 * 4 * 1280**2).message
-    assert "one head" in ex.check_param_count(4 * 1280 * 64).message
-    assert not ex.check_param_count(4 * 1024**2)  # the table's BERT-large row is a different layer
-    assert not ex.check_param_count(123)
+WEIGHT = "your weight, a number between 0 and 1"
 
 
-def test_crossover():
-    exact = 8 * 2048**2 / (4 * 2048 + 5 * 16)  # 33,554,432 / 8,272 = 4056.4
-    assert round(exact) == 4056
-    for answer in (4056, 4057, exact, round(exact)):
-        assert ex.check_crossover(answer), answer
-    assert "softmax" in ex.check_crossover(4096).message
-    assert "solve" in ex.check_crossover(2048).message
-    assert "solve" in ex.check_crossover(1000).message and not ex.check_crossover(1000)
+@pytest.mark.parametrize("check", [ex.check_doubled_query, ex.check_causal_weight])
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (None, f"Replace None with {WEIGHT}."),
+        ("0.5", f"Expected a number ({WEIGHT}), got str."),
+        (float("nan"), f"Expected a finite number ({WEIGHT}), got nan."),
+        (1.7, "An attention weight lies between 0 and 1 (each row sums to 1); got 1.7."),
+    ],
+)
+def test_weight_checks_say_what_was_expected_and_what_arrived(check, answer, message):
+    assert check(answer) == Feedback(False, message)
 
 
-def test_memory_bytes():
-    assert ex.check_memory_bytes(16 * 4096**2 * 2)
-    assert "float32" in ex.check_memory_bytes(16 * 4096**2 * 4).message
-    assert "one head" in ex.check_memory_bytes(4096**2 * 2).message
-    assert "bytes" in ex.check_memory_bytes(16 * 4096**2).message
-    assert "n × n" in ex.check_memory_bytes(16 * 4096 * 2).message
-    assert not ex.check_memory_bytes(np.int64(7))
+def test_doubled_query():
+    assert ex.check_doubled_query(np.exp(4) / (2 + 2 * np.exp(4)))
+    assert ex.check_doubled_query(0.491)
+    assert "before the change" in ex.check_doubled_query(0.44).message
+    assert not ex.check_doubled_query(0.9)
+
+
+def test_causal_weight():
+    x, params = worked_example()
+    _, w = mha.multi_head_attention(x, x, x, params, mask=mha.causal_mask(4))
+    by_hand = math.exp(2) / (1 + math.exp(2))
+    assert w[0, 1, 1] == pytest.approx(by_hand)
+    assert ex.check_causal_weight(by_hand)
+    assert ex.check_causal_weight(0.881)
+    assert "without the mask" in ex.check_causal_weight(0.44).message
+    assert not ex.check_causal_weight(0.5)
+
+
+def test_shapes():
+    assert ex.check_shapes((10, 10), (10, 8))
+    assert ex.check_shapes([10, 10], [10, 8])
+    assert ex.check_shapes(None, None) == Feedback(
+        False, "Replace None with the shape of one head's scores, a tuple like (2, 3)."
+    )
+    assert ex.check_shapes((10, 10), None) == Feedback(
+        False, "Replace None with the shape of the concatenation, a tuple like (2, 3)."
+    )
+    assert ex.check_shapes(10, (10, 8)) == Feedback(
+        False, "Expected the shape of one head's scores, a tuple like (2, 3), got int."
+    )
+    assert ex.check_shapes((10, 10), (10.0, 8.0)) == Feedback(
+        False, "Expected the shape of the concatenation, a tuple like (2, 3), whole numbers only; got (10.0, 8.0)."
+    )
+    assert "Q_i or head_i" in ex.check_shapes((10, 4), (10, 8)).message
+    assert "one head's output" in ex.check_shapes((10, 10), (10, 4)).message
+    assert not ex.check_shapes((4, 4), (10, 8))
+    assert not ex.check_shapes((10, 10), (8, 10))

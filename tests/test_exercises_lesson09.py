@@ -4,76 +4,83 @@ import numpy as np
 import pytest
 
 import mha_lesson as mha
-from mha_lesson.demos import connections as conn
-from mha_lesson.demos.toy import TOKENS, token_part
+from mha_lesson.demos import mistakes as mk
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson09 as ex
 
 
-def test_cross_attention_exercise():
-    y, x = conn.translation_inputs()
-    p = conn.translation_params()
-    assert ex.check_cross_attention(mha.multi_head_attention(y, x, x, p)[0])
-    assert ex.check_cross_attention(mha.multi_head_attention(y, x, x, p))  # the (output, weights) pair
-    swapped = ex.check_cross_attention(mha.multi_head_attention(x, y, y, p)[0])
-    assert not swapped and "6 rows" in swapped.message
-    assert "self-attention" in ex.check_cross_attention(mha.multi_head_attention(y, y, y, p)[0]).message
-    assert not ex.check_cross_attention(mha.multi_head_attention(y, x, x, p)[0] + 1.0)
-    assert not ex.check_cross_attention(mha.multi_head_attention(y[:2], x, x, p)[0])
-    assert "Replace None" in ex.check_cross_attention(None).message
+def test_symptom_exercise():
+    assert ex.check_symptom("mask_with_zero")
+    assert ex.check_symptom("  Mask_With_Zero ")
+    for name in mk.MISTAKES:
+        if name != "mask_with_zero":
+            fb = ex.check_symptom(name)
+            assert not fb and "mask_with_zero" not in fb.message
+    assert "Replace None" in ex.check_symptom(None).message
+    assert not ex.check_symptom("softmax") and not ex.check_symptom(3)
 
 
-def test_causal_count_exercise():
-    assert ex.check_causal_count(66)
-    assert ex.check_causal_count(66.0) and ex.check_causal_count(np.int64(66))  # 11 * 12 / 2 is a float
-    assert "every pair" in ex.check_causal_count(121).message
-    assert "own position" in ex.check_causal_count(55).message
-    assert not ex.check_causal_count(60)
-
-
-COUNT = "the number of query-key pairs the mask allows"
-OUTPUT = "the output of your multi_head_attention call"
+NAMES = f"Use one of the registry's names: {', '.join(mk.MISTAKES)}."
 
 
 @pytest.mark.parametrize(
     ("check", "answer", "message"),
     [
-        (ex.check_causal_count, None, f"Replace None with {COUNT}."),
-        (ex.check_causal_count, True, f"Expected a number ({COUNT}), got bool."),
-        (ex.check_causal_count, "66", f"Expected a number ({COUNT}), got str."),
-        (ex.check_causal_count, 66.5, f"Expected a whole number ({COUNT}), got 66.5."),
-        (ex.check_cross_attention, None, f"Replace None with {OUTPUT}."),
-        (ex.check_cross_attention, "out", f"Expected {OUTPUT}, got str."),
+        (ex.check_symptom, None, "Replace None with the name of a mistake, as a string, e.g. 'no_scale'."),
+        (ex.check_symptom, 3, NAMES),
+        (ex.check_symptom, "softmax", NAMES),
         (
-            ex.check_cross_attention,
-            np.zeros((2, 8)),
-            "Expected one row per decoder token and d_model columns, got shape (2, 8).",
+            ex.check_mystery,
+            None,
+            "Replace None with the name of a mistake, as a string: run the checks on mystery_mha first.",
         ),
+        (ex.check_mystery, ["concat_order"], NAMES),
     ],
 )
-def test_bad_input_says_what_was_expected_and_what_arrived(check, answer, message):
+def test_a_missing_or_unknown_name_gets_the_placeholder_hint_or_the_list(check, answer, message):
     assert check(answer) == Feedback(False, message)
 
 
-def test_equivariance_exercise_answer_is_measured():
-    assert ex.equivariant_options() == {"a", "b"}
-    assert ex.check_equivariant({"a", "b"}) and ex.check_equivariant(["B", "a "])
-    assert "ties something" in ex.check_equivariant({"a", "b", "c"}).message
-    assert "missing" in ex.check_equivariant({"a"}).message
-    assert not ex.check_equivariant({"a", "z"}) and not ex.check_equivariant(5)
-    assert "Replace None" in ex.check_equivariant(None).message
+def test_fixed_masking_exercise():
+    def fixed(q, k, v, mask):
+        scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
+        weights = mha.softmax(np.where(mask, scores, -np.inf), axis=-1)
+        return weights @ v, weights
+
+    def fixed_with_large_negative(q, k, v, mask):
+        scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
+        weights = mha.softmax(np.where(mask, scores, -1e9), axis=-1)
+        return weights @ v, weights
+
+    def unscaled(q, k, v, mask):
+        weights = mha.softmax(np.where(mask, q @ k.swapaxes(-1, -2), -np.inf), axis=-1)
+        return weights @ v, weights
+
+    def broken(q, k, v, mask):
+        raise TypeError("oops")
+
+    assert ex.check_fixed_masking(fixed)
+    assert ex.check_fixed_masking(mha.scaled_dot_product_attention)
+    assert ex.check_fixed_masking(fixed_with_large_negative)  # exp(-1e9) underflows to exactly 0 in float64
+    assert not ex.check_fixed_masking(mk.attention_mask_with_zero)
+    assert not ex.check_fixed_masking(mk.attention_mask_after_softmax)
+    assert "scale" in ex.check_fixed_masking(unscaled).message
+    assert "TypeError" in ex.check_fixed_masking(broken).message
+    assert "Replace None" in ex.check_fixed_masking(None).message
+    assert not ex.check_fixed_masking("my_masked_attention")
 
 
-def test_equivariance_exercise_options_are_measurable():
-    perm = np.random.default_rng(9).permutation(len(TOKENS))
-    measured = {
-        letter for letter in ex.OPTIONS if conn.permutation_errors(*_fn_words_perm_pos(letter, perm)).max() < 1e-12
-    }
-    assert measured == {"a", "b"}
-    with pytest.raises(ValueError, match="letter"):
-        ex.option("e")
-
-
-def _fn_words_perm_pos(letter, perm):
-    fn, pos = ex.option(letter)
-    return fn, token_part(), perm, pos
+def test_mystery_exercise():
+    assert ex.check_mystery("concat_order")
+    for name in mk.MISTAKES:
+        if name != "concat_order":
+            assert not ex.check_mystery(name)
+    assert "Replace None" in ex.check_mystery(None).message
+    # The mystery function differs from the core only by the head order it concatenates in.
+    rng = np.random.default_rng(0)
+    x, p = rng.normal(size=(5, 8)), mha.init_params(8, 2, seed=3)
+    out, w = ex.mystery_mha(x, x, x, p)
+    ref_out, ref_w = mha.multi_head_attention(x, x, x, p)
+    np.testing.assert_allclose(w, ref_w, atol=1e-12)
+    swapped = mha.MHAParams(w_q=p.w_q, w_k=p.w_k, w_v=p.w_v, w_o=np.vstack([p.w_o[4:], p.w_o[:4]]), h=2)
+    np.testing.assert_allclose(out, mha.multi_head_attention(x, x, x, swapped)[0], atol=1e-12)

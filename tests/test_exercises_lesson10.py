@@ -1,68 +1,79 @@
-"""Lesson 10's exercise checks accept the right answer and reject wrong ones with a hint."""
-
-import math
+"""Lesson 10's exercise checks: right answers pass, wrong answers and the None placeholder get a hint."""
 
 import numpy as np
 import pytest
 
 import mha_lesson as mha
+from mha_lesson.demos import connections as conn
+from mha_lesson.demos.toy import TOKENS, token_part
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson10 as ex
 
 
-def test_attention_parameters():
-    # Independent count: build the six layers' parameter arrays and count their entries.
-    p = mha.init_params(384, 12, bias=True)
-    counted = 6 * sum(a.size for a in p.arrays().values())
-    assert ex.check_attention_parameters(counted)
-    for answer in (None, "many", counted // 6, 6 * 4 * 384**2, 6 * 12 * 4 * 384**2, 7):
-        assert not ex.check_attention_parameters(answer)
+def test_cross_attention_exercise():
+    y, x = conn.translation_inputs()
+    p = conn.translation_params()
+    assert ex.check_cross_attention(mha.multi_head_attention(y, x, x, p)[0])
+    assert ex.check_cross_attention(mha.multi_head_attention(y, x, x, p))  # the (output, weights) pair
+    swapped = ex.check_cross_attention(mha.multi_head_attention(x, y, y, p)[0])
+    assert not swapped and "6 rows" in swapped.message
+    assert "self-attention" in ex.check_cross_attention(mha.multi_head_attention(y, y, y, p)[0]).message
+    assert not ex.check_cross_attention(mha.multi_head_attention(y, x, x, p)[0] + 1.0)
+    assert not ex.check_cross_attention(mha.multi_head_attention(y[:2], x, x, p)[0])
+    assert "Replace None" in ex.check_cross_attention(None).message
 
 
-def test_uniform_entropy():
-    w = np.full(8, 1 / 8)
-    assert ex.check_uniform_entropy(float(-(w * np.log(w)).sum()))
-    for answer in (None, "x", math.log2(8), 1 / 8, 1.0):
-        assert not ex.check_uniform_entropy(answer)
+def test_causal_count_exercise():
+    assert ex.check_causal_count(66)
+    assert ex.check_causal_count(66.0) and ex.check_causal_count(np.int64(66))  # 11 * 12 / 2 is a float
+    assert "every pair" in ex.check_causal_count(121).message
+    assert "own position" in ex.check_causal_count(55).message
+    assert not ex.check_causal_count(60)
 
 
-def test_rows_switched_off():
-    p = mha.init_params(384, 12)
-    zero_rows = np.flatnonzero(~p.without_heads([ex.OFF_HEAD]).w_o.any(axis=1))
-    assert ex.check_rows_switched_off((int(zero_rows[0]), int(zero_rows[-1]) + 1))
-    assert ex.check_rows_switched_off(slice(int(zero_rows[0]), int(zero_rows[-1]) + 1))
-    for answer in (None, 5, (160, 191), (0, 32), (5, 6), ("a", "b")):
-        assert not ex.check_rows_switched_off(answer)
-
-
-PARAMETERS = "the number of parameters, a whole number"
-ENTROPY = "the entropy in nats: use the natural logarithm"
-ROWS = "a (start, stop) pair of row indices, stop excluded, as in a slice"
+COUNT = "the number of query-key pairs the mask allows"
+OUTPUT = "the output of your multi_head_attention call"
 
 
 @pytest.mark.parametrize(
     ("check", "answer", "message"),
     [
-        (ex.check_attention_parameters, None, f"Replace None with {PARAMETERS}."),
-        (ex.check_attention_parameters, "many", f"Expected a number ({PARAMETERS}), got str."),
-        (ex.check_attention_parameters, math.inf, f"Expected a finite number ({PARAMETERS}), got inf."),
-        (ex.check_uniform_entropy, None, f"Replace None with {ENTROPY}."),
-        (ex.check_uniform_entropy, "2.08", f"Expected a number ({ENTROPY}), got str."),
-        (ex.check_rows_switched_off, None, f"Replace None with {ROWS}."),
-        (ex.check_rows_switched_off, 5, f"Expected {ROWS}, got int."),
-        (ex.check_rows_switched_off, ("a", "b"), f"Expected {ROWS}, whole numbers only; got ('a', 'b')."),
-        (ex.check_rows_switched_off, (160, 192, 1), f"Expected {ROWS}: two whole numbers, got (160, 192, 1)."),
+        (ex.check_causal_count, None, f"Replace None with {COUNT}."),
+        (ex.check_causal_count, True, f"Expected a number ({COUNT}), got bool."),
+        (ex.check_causal_count, "66", f"Expected a number ({COUNT}), got str."),
+        (ex.check_causal_count, 66.5, f"Expected a whole number ({COUNT}), got 66.5."),
+        (ex.check_cross_attention, None, f"Replace None with {OUTPUT}."),
+        (ex.check_cross_attention, "out", f"Expected {OUTPUT}, got str."),
+        (
+            ex.check_cross_attention,
+            np.zeros((2, 8)),
+            "Expected one row per decoder token and d_model columns, got shape (2, 8).",
+        ),
     ],
 )
 def test_bad_input_says_what_was_expected_and_what_arrived(check, answer, message):
     assert check(answer) == Feedback(False, message)
 
 
-def test_an_off_by_one_stop_gets_its_hint():
-    assert ex.check_rows_switched_off((160, 191)) == Feedback(False, "Almost: stop is excluded, as in a Python slice.")
+def test_equivariance_exercise_answer_is_measured():
+    assert ex.equivariant_options() == {"a", "b"}
+    assert ex.check_equivariant({"a", "b"}) and ex.check_equivariant(["B", "a "])
+    assert "ties something" in ex.check_equivariant({"a", "b", "c"}).message
+    assert "missing" in ex.check_equivariant({"a"}).message
+    assert not ex.check_equivariant({"a", "z"}) and not ex.check_equivariant(5)
+    assert "Replace None" in ex.check_equivariant(None).message
 
 
-@pytest.mark.parametrize("check", [ex.check_attention_parameters, ex.check_uniform_entropy, ex.check_rows_switched_off])
-def test_none_gives_a_friendly_hint(check):
-    feedback = check(None)
-    assert not feedback and "Replace None" in feedback.message
+def test_equivariance_exercise_options_are_measurable():
+    perm = np.random.default_rng(9).permutation(len(TOKENS))
+    measured = {
+        letter for letter in ex.OPTIONS if conn.permutation_errors(*_fn_words_perm_pos(letter, perm)).max() < 1e-12
+    }
+    assert measured == {"a", "b"}
+    with pytest.raises(ValueError, match="letter"):
+        ex.option("e")
+
+
+def _fn_words_perm_pos(letter, perm):
+    fn, pos = ex.option(letter)
+    return fn, token_part(), perm, pos

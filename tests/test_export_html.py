@@ -16,7 +16,7 @@ from mha_lesson.aids.concept_map import NOTEBOOKS
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(64))).decode()
 
 
-def _notebook(*outputs, markdown="# Title\n[next](01_why_split_heads.ipynb) and $d_k$") -> nbformat.NotebookNode:
+def _notebook(*outputs, markdown="# Title\n[next](02_why_split_heads.ipynb) and $d_k$") -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     cell = nbformat.v4.new_code_cell("x")
@@ -56,11 +56,11 @@ def test_offline_check_accepts_local_scripts_and_plain_links():
 
 def test_links_to_notebooks_point_at_their_pages_and_others_are_left_alone():
     page = (
-        "<a href=\"01_why_split_heads.ipynb\">a</a> <a href='02_projections.ipynb#step-2'>b</a> "
+        "<a href=\"02_why_split_heads.ipynb\">a</a> <a href='03_projections.ipynb#step-2'>b</a> "
         '<a href="https://host/x.ipynb">c</a> <a href="/abs/y.ipynb">d</a> <a href="z.ipynb.txt">e</a>'
     )
     assert ex.rewrite_links(page) == (
-        "<a href=\"01_why_split_heads.html\">a</a> <a href='02_projections.html#step-2'>b</a> "
+        "<a href=\"02_why_split_heads.html\">a</a> <a href='03_projections.html#step-2'>b</a> "
         '<a href="https://host/x.ipynb">c</a> <a href="/abs/y.ipynb">d</a> <a href="z.ipynb.txt">e</a>'
     )
 
@@ -82,7 +82,7 @@ def test_page_shows_the_explorer_png_offline_with_local_or_no_mathjax(mathjax):
     assert f'src="data:image/png;base64,{PNG}' in page
     assert "<ol><li>card</li></ol>" in page and "VBox(...)" not in page
     assert ex.offline_problems(page) == []
-    assert 'href="01_why_split_heads.html"' in page
+    assert 'href="02_why_split_heads.html"' in page
     scripts = re.findall(r"<script[^>]*\bsrc=\"([^\"]*)\"", page)
     assert scripts == ([mathjax] if mathjax else [])
     assert ex.WIDGET_VIEW not in page
@@ -94,8 +94,8 @@ def test_figures_lists_every_png_output_without_line_breaks():
 
 
 def test_index_links_every_page_in_order():
-    page = ex.index_page([("00_start_here.html", "00 · Start here"), ("11_review.html", "11 · Review & quiz")])
-    assert re.findall(r'href="([^"]+)"', page) == ["00_start_here.html", "11_review.html"]
+    page = ex.index_page([("00_start_here.html", "00 · Start here"), ("15_review.html", "15 · Review & quiz")])
+    assert re.findall(r'href="([^"]+)"', page) == ["00_start_here.html", "15_review.html"]
     assert "Review &amp; quiz" in page and ex.offline_problems(page) == []
 
 
@@ -174,6 +174,6 @@ def test_start_page_shows_the_concept_map_and_the_review_page_the_quiz(built):
     by_name = {p.path.stem: p for p in pages}
     start = (out / "00_start_here.html").read_text(encoding="utf-8")
     assert len(ex.figures(by_name["00_start_here"].notebook)) >= 1
-    assert 'href="01_why_split_heads.html"' in start and "jupyterlab_widgets" in start
-    review = (out / "11_review.html").read_text(encoding="utf-8")
+    assert 'href="02_why_split_heads.html"' in start and "jupyterlab_widgets" in start
+    review = (out / "15_review.html").read_text(encoding="utf-8")
     assert "mha-quiz-static" in review and "What is the primary advantage of multi-head attention" in review

@@ -16,7 +16,7 @@ from nbclient.exceptions import CellExecutionError
 from mha_lesson import pretrained
 
 REF = np.load(Path(__file__).parent / "reference" / "minilm_reference.npz")
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "10_real_heads.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "13_real_heads.ipynb"
 SENTENCES = REF["sentences"].tolist()
 
 

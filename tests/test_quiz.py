@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from mha_lesson.aids.flashcards import Card, load_deck, parse_deck
 from mha_lesson.widgets.quiz import Quiz, quiz
 
-DECK = "#flashcards/t\n## Lesson 01: A\n" + "\n".join(f"Q{i}? :: A{i} <b>&</b>" for i in range(5))
+DECK = "#flashcards/t\n## Lesson 02: A\n" + "\n".join(f"Q{i}? :: A{i} <b>&</b>" for i in range(5))
 CARDS = parse_deck(DECK)
 
 
@@ -28,7 +28,7 @@ def test_start_shows_the_first_card_with_its_answer_hidden():
     q = Quiz(CARDS)
     assert q.current is CARDS[q.queue[0]] and not q.revealed
     assert f"Q{q.queue[0]}?" in q.question.value and q.answer.value == ""
-    assert "Card 1 of 5" in q.progress.value and "Lesson 01: A" in q.progress.value
+    assert "Card 1 of 5" in q.progress.value and "Lesson 02: A" in q.progress.value
     assert enabled(q) == {"reveal", "skip", "restart"}
 
 

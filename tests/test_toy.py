@@ -99,7 +99,7 @@ def test_with_a_causal_mask_the_backward_looking_heads_still_work():
     assert (w[2, :, 0] > 0.9).all()
     # query 3 (the second "the") may only see the first "the" among its other occurrences
     assert w[1, 3, 0] > 0.9
-    # lesson 3's printed changes: beyond row 0, heads 0 and 2 barely move; heads 1 and 3 do
+    # lesson 4's printed changes: beyond row 0, heads 0 and 2 barely move; heads 1 and 3 do
     change = np.abs(toy.toy_weights() - w)[:, 1:].max(axis=(1, 2))  # (h,)
     assert change[0] < 0.01 and change[2] < 0.01 and change[1] > 0.5 and change[3] > 0.3
 
@@ -115,7 +115,7 @@ def test_values_copy_the_word_of_the_attended_token():
 
 @given(SENTENCES)
 def test_first_query_of_the_previous_token_head_reports_word_frequencies(tokens):
-    """Lesson 3: row 0 has no previous token, attends uniformly, so its word columns are the word counts / n."""
+    """Lesson 4: row 0 has no previous token, attends uniformly, so its word columns are the word counts / n."""
     _, w, trace = run(tokens)
     n = len(tokens)
     np.testing.assert_allclose(w[0, 0], np.full(n, 1 / n))

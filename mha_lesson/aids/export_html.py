@@ -167,7 +167,7 @@ def title(stem: str, nb: nbformat.NotebookNode) -> str:
 
 
 def rewrite_links(page: str) -> str:
-    """Point relative links to notebooks (href="02_projections.ipynb#step") at their pages (.html)."""
+    """Point relative links to notebooks (href="03_projections.ipynb#step") at their pages (.html)."""
     return _IPYNB_LINK.sub(lambda m: f"href={m[1]}{m[2]}.html{m[3] or ''}{m[1]}", page)
 
 

@@ -1,7 +1,7 @@
 """Flashcards: parse the Obsidian spaced-repetition deck in flashcards/, check it, and export it for Anki.
 
 The deck format is the one the Obsidian spaced-repetition plugin reads: a `#flashcards/...` tag line names
-the deck, then every card is one line `question :: answer`. Markdown headings (`## Lesson 03: ...`) group
+the deck, then every card is one line `question :: answer`. Markdown headings (`## Lesson 04: ...`) group
 the cards and blank lines are ignored. The plugin appends its schedule to a card as `<!--SR:...-->` after a
 review; the parser drops that comment, so a deck studied in Obsidian still parses. Anything else is an
 error that names the line, so a typo cannot silently drop a card.

@@ -6,7 +6,7 @@ Embedding of token i: x_i = token part + positional part, both (d_model,) with d
 - columns 16-63 are zero: room a trained model would fill with meaning; these heads need none of it.
 The two parts sit in separate columns, so adding them equals placing them side by side, and a projection
 can read the word and the position exactly. Why one-hot positions rather than `sinusoidal_encoding`
-(positional.py, lesson 9): with a one-hot code "position i - 1" is a single direction that a query can
+(positional.py, lesson 10): with a one-hot code "position i - 1" is a single direction that a query can
 point at, so every score below is an exact small number. Sinusoidal codes pack positions into fewer
 columns, but neighbouring positions then overlap, and hand-made heads would need large gains.
 
@@ -125,7 +125,7 @@ def toy_params(shift: np.ndarray | None = None) -> MHAParams:
     for head in range(H):
         w_v[WORD, _cols(head, 0, V)] = np.eye(V)
     # W^O = I keeps each head's output in its own 16 columns, so they can be read off the output;
-    # a trained W^O mixes them (lesson 5).
+    # a trained W^O mixes them (lesson 6).
     return MHAParams(w_q=w_q, w_k=w_k, w_v=w_v, w_o=np.eye(D_MODEL), h=H)
 
 

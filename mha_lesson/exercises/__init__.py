@@ -1,4 +1,4 @@
-"""Exercise checks, one module per lesson (e.g. `from mha_lesson.exercises import lesson01 as ex`).
+"""Exercise checks, one module per lesson (e.g. `from mha_lesson.exercises import lesson02 as ex`).
 
 Every check returns a `Feedback`: right or wrong with a hint that helps without giving the answer away.
 """

@@ -1,83 +1,66 @@
-"""Exercise checks for lesson 3 (scaled dot-product attention per head)."""
+"""Checks for lesson 3's exercises (projecting into head subspaces)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..demos.toy import MAX_LEN, PREVIOUS, TOKENS, toy_embeddings, toy_params, toy_weights
-from ..multihead import multi_head_attention
-from ._base import Feedback, as_number, as_whole_number, right, wrong
-
-# Exercise 1: q has variance VAR_Q per component, k has VAR_K, d_k = D_K.
-D_K, VAR_Q, VAR_K = 64, 2.0, 3.0
-# Exercise 3: the query position asked about (the second "the").
-COREF_QUERY = 3
+from ._base import Feedback, as_array, as_pair, right, wrong
 
 
-def check_score_variance(answer: object) -> Feedback:
-    """Exercise 1: Var(q.k) for d_k = 64 independent components, Var(q_j) = 2, Var(k_j) = 3, all mean 0."""
-    value = as_number(answer, "the variance of q·k")
-    if isinstance(value, Feedback):
-        return value
-    expected = D_K * VAR_Q * VAR_K
-    if math.isclose(value, expected, rel_tol=1e-9):
-        return right(
-            f"each product q_j k_j has variance {VAR_Q:g} × {VAR_K:g}, and {D_K} independent ones add up. "
-            f"Dividing by √{expected:g} (not √d_k) would bring these scores back to variance 1."
-        )
-    if math.isclose(value, D_K, rel_tol=1e-9):
-        return wrong("That is the answer for unit-variance components. What is the variance of one product q_j k_j?")
-    if math.isclose(value, D_K * (VAR_Q + VAR_K), rel_tol=1e-9):
-        return wrong("For independent, mean-zero factors, the variance of a product is not the sum of the variances.")
-    if math.isclose(value, VAR_Q * VAR_K, rel_tol=1e-9):
-        return wrong("That is the variance of one product q_j k_j. How many such products does q·k add up?")
-    return wrong("Write q·k as a sum of d_k products; find the variance of one product, then of the sum.")
+def check_head_shape(answer: object) -> Feedback:
+    """Exercise 1: the shape of Q_i for n = 10 tokens, d_model = 64, h = 8."""
+    pair = as_pair(answer, "a shape such as (3, 5)")
+    if isinstance(pair, Feedback):
+        return pair
+    n, d_model, h = 10, 64, 8
+    if pair == (n, d_model // h):
+        return right("one row per token, d_k = d_model / h columns: the head's own small space.")
+    if pair == (n, d_model):
+        return wrong("That is the shape of the full Q = X W^Q. How many of its columns does one head get?")
+    if pair == (d_model // h, n):
+        return wrong("The right numbers, in the wrong order: X W_i^Q has one row per token.")
+    return wrong("Q_i = X W_i^Q with X of shape (n, d_model) and W_i^Q of shape (d_model, d_k).")
 
 
-def check_next_token_shift(shift: object) -> Feedback:
-    """Exercise 2: a matrix for toy_params(shift=...) that makes head 0 attend to the NEXT token."""
-    if shift is None:
-        return wrong(f"Replace None with a ({MAX_LEN}, {MAX_LEN}) matrix, built like toy.PREVIOUS.")
-    try:
-        params = toy_params(shift=shift)
-    except (ValueError, TypeError) as exc:
-        return wrong(f"toy_params could not use it: {exc}")
-    if np.array_equal(np.asarray(shift, dtype=float), PREVIOUS):
-        return wrong("That is still toy.PREVIOUS, the previous-token head. Change which column row i points at.")
-    x = toy_embeddings()
-    weights = multi_head_attention(x, x, x, params)[1][0]  # head 0: (n, n)
-    n = len(TOKENS)
-    on_next = weights[np.arange(n - 1), np.arange(1, n)]
-    if (on_next > 0.9).all():
-        return right(
-            f"every query i < {n - 1} now puts at least {on_next.min():.3f} of its weight on key i + 1. "
-            "The last token has no next one: its query is zero, so its row is uniform."
-        )
-    worst = int(np.argmin(on_next))
-    return wrong(
-        f"Query {worst} puts only {on_next[worst]:.2f} on key {worst + 1}. Row i of the matrix lists the key "
-        "positions query i looks for: which entry of row i should be 1?"
-    )
+def check_head_columns(answer: object) -> Feedback:
+    """Exercise 2: the columns (start, stop) of W^Q that belong to head i = 2 when d_model = 64, h = 8."""
+    pair = as_pair(answer, "a (start, stop) pair as in W_q[:, start:stop]")
+    if isinstance(pair, Feedback):
+        return pair
+    d_k, i = 64 // 8, 2
+    if pair == (i * d_k, (i + 1) * d_k):
+        return right("head i owns columns i*d_k up to (not including) (i+1)*d_k.")
+    if pair == (i * d_k, (i + 1) * d_k - 1):
+        return wrong("Almost: in Python's start:stop the stop is not included.")
+    if pair == ((i - 1) * d_k, i * d_k):
+        return wrong("Heads are numbered from 0: head 0 owns the first d_k columns.")
+    return wrong("Each head owns d_k = d_model / h neighbouring columns, head 0 first.")
 
 
-def check_causal_coref(answer: object) -> Feedback:
-    """Exercise 3: with a causal mask, which key gets most of the co-reference head's weight from query 3?"""
-    position = as_whole_number(answer, "a key position, an integer from 0 to 10")
-    if isinstance(position, Feedback):
-        return position
-    row = toy_weights(causal=True)[1][COREF_QUERY]  # head 1, query 3
-    best = int(np.argmax(row))
-    if position == best:
-        return right(
-            f"key {best} ('{TOKENS[best]}') gets {row[best]:.3f}. The mask hides the later 'the's at 6 and 9, "
-            "and the head marks down the query's own position, so only the earlier occurrence is left."
-        )
-    if position == COREF_QUERY:
+def head_blocks(h: int = 4, d_model: int = 16, seed: int = 3) -> np.ndarray:
+    """(h, d_model, d_model // h): h random per-head blocks W_i^Q stacked head first, for exercise 3."""
+    return np.random.default_rng(seed).normal(size=(h, d_model, d_model // h))
+
+
+def check_w_q(w_q: object) -> Feedback:
+    """Exercise 3: one (16, 16) W^Q from head_blocks(), so that X @ W^Q gives every head's projection."""
+    matrix = as_array(w_q, "one (16, 16) array built from stacked")
+    if isinstance(matrix, Feedback):
+        return matrix
+    stacked = head_blocks()  # (h, d_model, d_k)
+    h, d_model, d_k = stacked.shape
+    expected = np.concatenate(list(stacked), axis=1)  # (d_model, h * d_k): head i's block in columns i*d_k:(i+1)*d_k
+    if matrix.shape == expected.shape and np.array_equal(matrix, expected):
+        return right("with the blocks side by side, X @ W_q computes all four Q_i in one matmul.")
+    if matrix.shape == (h * d_model, d_k):
+        return wrong("You stacked the blocks on top of each other. Which axis holds the heads' columns?")
+    if matrix.ndim == 3:
+        return wrong("That still has an axis for heads. W^Q should be one 2-D (d_model, d_model) matrix.")
+    if matrix.shape == expected.shape and np.array_equal(matrix, stacked.reshape(d_model, h * d_k)):
         return wrong(
-            "That is the query itself. The head marks its own position down: is there another 'the' it may see?"
+            "Right shape, but a plain reshape reads the numbers in memory order, head by head. "
+            "Compare w_q[:, 4:8] with stacked[1]."
         )
-    if position > COREF_QUERY:
-        return wrong("A causal mask hides every key after the query. Look only at positions 0 to 3.")
-    return wrong("The co-reference head looks for the same word. Which earlier token is also 'the'?")
+    if matrix.shape == expected.shape:
+        return wrong("The shape is right but the entries are not: head i's block belongs in columns i*d_k:(i+1)*d_k.")
+    return wrong(f"Expected a matrix of shape {expected.shape}: the blocks side by side.")

@@ -1,85 +1,83 @@
-"""Exercise checks for lesson 4 (concatenating the heads)."""
+"""Exercise checks for lesson 4 (scaled dot-product attention per head)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from ..multihead import multi_head_attention_loop
-from ..projections import init_params
-from ._base import Feedback, as_shape, right, wrong
+from ..demos.toy import MAX_LEN, PREVIOUS, TOKENS, toy_embeddings, toy_params, toy_weights
+from ..multihead import multi_head_attention
+from ._base import Feedback, as_number, as_whole_number, right, wrong
 
-# Exercise 1: the sizes asked about.
-N, D_MODEL, H = 7, 512, 8
-# Exercise 3: two heads' outputs for one token, and their sum.
-HEAD_A = np.array([1.0, 0.0, 0.0])
-HEAD_B = np.array([0.0, 2.0, 0.0])
+# Exercise 1: q has variance VAR_Q per component, k has VAR_K, d_k = D_K.
+D_K, VAR_Q, VAR_K = 64, 2.0, 3.0
+# Exercise 3: the query position asked about (the second "the").
+COREF_QUERY = 3
 
 
-def check_concat_shape(answer: object) -> Feedback:
-    """Exercise 1: shape of concat(head_1, ..., head_h) for n = 7 tokens, d_model = 512, h = 8."""
-    shape = as_shape(answer, "a shape, as a tuple like (rows, columns)")
-    if isinstance(shape, Feedback):
-        return shape
-    d_k = D_MODEL // H
-    if shape == (N, D_MODEL):
+def check_score_variance(answer: object) -> Feedback:
+    """Exercise 1: Var(q.k) for d_k = 64 independent components, Var(q_j) = 2, Var(k_j) = 3, all mean 0."""
+    value = as_number(answer, "the variance of q·k")
+    if isinstance(value, Feedback):
+        return value
+    expected = D_K * VAR_Q * VAR_K
+    if math.isclose(value, expected, rel_tol=1e-9):
         return right(
-            f"{H} heads of width d_v = {d_k} side by side: {H} × {d_k} = {D_MODEL} columns, one row per token."
+            f"each product q_j k_j has variance {VAR_Q:g} × {VAR_K:g}, and {D_K} independent ones add up. "
+            f"Dividing by √{expected:g} (not √d_k) would bring these scores back to variance 1."
         )
-    if shape == (N, d_k):
-        return wrong("That is one head's output. The concatenation puts all h of them side by side.")
-    if shape in ((H, N, d_k), (N, H, d_k)):
-        return wrong("That is the heads stacked along a new axis. Concatenating joins them along the feature axis.")
-    if shape == (N * H, d_k):
-        return wrong("That stacks the heads below each other (more rows). Which axis grows when you concatenate?")
-    return wrong(
-        "Each head outputs one row of d_v = d_model / h numbers per token. What does putting h heads side by side give?"
-    )
+    if math.isclose(value, D_K, rel_tol=1e-9):
+        return wrong("That is the answer for unit-variance components. What is the variance of one product q_j k_j?")
+    if math.isclose(value, D_K * (VAR_Q + VAR_K), rel_tol=1e-9):
+        return wrong("For independent, mean-zero factors, the variance of a product is not the sum of the variances.")
+    if math.isclose(value, VAR_Q * VAR_K, rel_tol=1e-9):
+        return wrong("That is the variance of one product q_j k_j. How many such products does q·k add up?")
+    return wrong("Write q·k as a sum of d_k products; find the variance of one product, then of the sum.")
 
 
-def check_recover_head(fn: object) -> Feedback:
-    """Exercise 2: fn(concat, i, h) returns head i's output (n, d_k) from the concatenation (n, h*d_k)."""
-    if fn is None:
-        return wrong("Replace None with your function (without calling it), e.g. recover_head.")
-    if not callable(fn):
-        return wrong(f"Expected a function fn(concat, i, h), got a {type(fn).__name__}.")
-    rng = np.random.default_rng(4)
-    for d_model, h in ((8, 2), (15, 3), (24, 4)):  # d_k = 4, 5, 6: a fixed width cannot pass
-        x = rng.normal(size=(5, d_model))
-        _, _, trace = multi_head_attention_loop(x, x, x, init_params(d_model, h, seed=d_model), return_trace=True)
-        for i in range(h):
-            try:
-                got = fn(trace["concat"].copy(), i, h)  # a copy: fn may write into it
-            except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-                return wrong(f"Your function raised {type(exc).__name__}: {exc}")
-            if got is None:
-                return wrong("Your function returned None: replace its `return None` line.")
-            got = np.asarray(got)
-            want = trace["head_i"][i]
-            if got.shape != want.shape:
-                return wrong(
-                    f"For h={h}, head {i}: expected shape {want.shape}, got {got.shape}. How wide is one head?"
-                )
-            if not np.allclose(got, want, atol=1e-12):
-                return wrong(f"For h={h}, head {i}: wrong columns. Head i starts at column i × d_k.")
-    return right("every head came back exactly: concatenation loses nothing.")
-
-
-def check_same_sum(answer: object) -> Feedback:
-    """Exercise 3: a pair (a, b), different from (HEAD_A, HEAD_B), with the same sum a + b."""
-    if answer is None:
-        return wrong("Replace None with a pair of arrays (a, b), each with 3 numbers.")
+def check_next_token_shift(shift: object) -> Feedback:
+    """Exercise 2: a matrix for toy_params(shift=...) that makes head 0 attend to the NEXT token."""
+    if shift is None:
+        return wrong(f"Replace None with a ({MAX_LEN}, {MAX_LEN}) matrix, built like toy.PREVIOUS.")
     try:
-        a, b = (np.asarray(v, dtype=float) for v in answer)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        return wrong(f"Expected a pair (a, b) of 3-number arrays, got {answer!r}.")
-    if a.shape != (3,) or b.shape != (3,):
-        return wrong(f"Each of a and b should hold 3 numbers, got shapes {a.shape} and {b.shape}.")
-    total = HEAD_A + HEAD_B
-    if not np.allclose(a + b, total):
-        return wrong(f"a + b = {a + b}, but the sum to match is {total}.")
-    if np.allclose(a, HEAD_A) and np.allclose(b, HEAD_B):
-        return wrong("That is the original pair. Find a different one with the same sum.")
-    return right(
-        f"a - HEAD_A = {a - HEAD_A} and b - HEAD_B = {b - HEAD_B} cancel. Whoever reads only the sum cannot tell "
-        "your pair from the original; the concatenation can."
+        params = toy_params(shift=shift)
+    except (ValueError, TypeError) as exc:
+        return wrong(f"toy_params could not use it: {exc}")
+    if np.array_equal(np.asarray(shift, dtype=float), PREVIOUS):
+        return wrong("That is still toy.PREVIOUS, the previous-token head. Change which column row i points at.")
+    x = toy_embeddings()
+    weights = multi_head_attention(x, x, x, params)[1][0]  # head 0: (n, n)
+    n = len(TOKENS)
+    on_next = weights[np.arange(n - 1), np.arange(1, n)]
+    if (on_next > 0.9).all():
+        return right(
+            f"every query i < {n - 1} now puts at least {on_next.min():.3f} of its weight on key i + 1. "
+            "The last token has no next one: its query is zero, so its row is uniform."
+        )
+    worst = int(np.argmin(on_next))
+    return wrong(
+        f"Query {worst} puts only {on_next[worst]:.2f} on key {worst + 1}. Row i of the matrix lists the key "
+        "positions query i looks for: which entry of row i should be 1?"
     )
+
+
+def check_causal_coref(answer: object) -> Feedback:
+    """Exercise 3: with a causal mask, which key gets most of the co-reference head's weight from query 3?"""
+    position = as_whole_number(answer, "a key position, an integer from 0 to 10")
+    if isinstance(position, Feedback):
+        return position
+    row = toy_weights(causal=True)[1][COREF_QUERY]  # head 1, query 3
+    best = int(np.argmax(row))
+    if position == best:
+        return right(
+            f"key {best} ('{TOKENS[best]}') gets {row[best]:.3f}. The mask hides the later 'the's at 6 and 9, "
+            "and the head marks down the query's own position, so only the earlier occurrence is left."
+        )
+    if position == COREF_QUERY:
+        return wrong(
+            "That is the query itself. The head marks its own position down: is there another 'the' it may see?"
+        )
+    if position > COREF_QUERY:
+        return wrong("A causal mask hides every key after the query. Look only at positions 0 to 3.")
+    return wrong("The co-reference head looks for the same word. Which earlier token is also 'the'?")

@@ -1,83 +1,85 @@
-"""Exercise checks for lesson 5 (the output projection W^O)."""
+"""Exercise checks for lesson 5 (concatenating the heads)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from ..multihead import multi_head_attention
-from ..projections import MHAParams, init_params
-from ._base import Feedback, as_array, as_shape, right, wrong
+from ..multihead import multi_head_attention_loop
+from ..projections import init_params
+from ._base import Feedback, as_shape, right, wrong
 
 # Exercise 1: the sizes asked about.
-D_MODEL, H = 512, 8
-# Exercise 2: the head to switch off.
-OFF = 2
+N, D_MODEL, H = 7, 512, 8
+# Exercise 3: two heads' outputs for one token, and their sum.
+HEAD_A = np.array([1.0, 0.0, 0.0])
+HEAD_B = np.array([0.0, 2.0, 0.0])
 
 
-def check_block_shape(answer: object) -> Feedback:
-    """Exercise 1: shape of W^O_i, the block of W^O that reads head i, for d_model = 512, h = 8."""
+def check_concat_shape(answer: object) -> Feedback:
+    """Exercise 1: shape of concat(head_1, ..., head_h) for n = 7 tokens, d_model = 512, h = 8."""
     shape = as_shape(answer, "a shape, as a tuple like (rows, columns)")
     if isinstance(shape, Feedback):
         return shape
     d_k = D_MODEL // H
-    if shape == (d_k, D_MODEL):
-        return right(f"head_i is (n, {d_k}), so head_i W^O_i needs {d_k} rows, and it writes all {D_MODEL} outputs.")
-    if shape == (D_MODEL, d_k):
-        return wrong(
-            "That is the shape of W_i^Q. W^O_i multiplies head_i (n, d_k) from the right: how many rows must it have?"
+    if shape == (N, D_MODEL):
+        return right(
+            f"{H} heads of width d_v = {d_k} side by side: {H} × {d_k} = {D_MODEL} columns, one row per token."
         )
-    if shape == (D_MODEL, D_MODEL):
-        return wrong("That is all of W^O. Which part of it does head i's output meet in concat @ W^O?")
-    return wrong("In concat @ W^O, head i's d_k columns of concat meet d_k rows of W^O. How wide is each row?")
+    if shape == (N, d_k):
+        return wrong("That is one head's output. The concatenation puts all h of them side by side.")
+    if shape in ((H, N, d_k), (N, H, d_k)):
+        return wrong("That is the heads stacked along a new axis. Concatenating joins them along the feature axis.")
+    if shape == (N * H, d_k):
+        return wrong("That stacks the heads below each other (more rows). Which axis grows when you concatenate?")
+    return wrong(
+        "Each head outputs one row of d_v = d_model / h numbers per token. What does putting h heads side by side give?"
+    )
 
 
-def exercise_inputs() -> tuple[np.ndarray, MHAParams]:
-    """Exercise 2's input x (6, 16) and params (d_model=16, h=4), both seeded."""
-    x = np.random.default_rng(5).normal(size=(6, 16))
-    return x, init_params(16, 4, seed=5)
+def check_recover_head(fn: object) -> Feedback:
+    """Exercise 2: fn(concat, i, h) returns head i's output (n, d_k) from the concatenation (n, h*d_k)."""
+    if fn is None:
+        return wrong("Replace None with your function (without calling it), e.g. recover_head.")
+    if not callable(fn):
+        return wrong(f"Expected a function fn(concat, i, h), got a {type(fn).__name__}.")
+    rng = np.random.default_rng(4)
+    for d_model, h in ((8, 2), (15, 3), (24, 4)):  # d_k = 4, 5, 6: a fixed width cannot pass
+        x = rng.normal(size=(5, d_model))
+        _, _, trace = multi_head_attention_loop(x, x, x, init_params(d_model, h, seed=d_model), return_trace=True)
+        for i in range(h):
+            try:
+                got = fn(trace["concat"].copy(), i, h)  # a copy: fn may write into it
+            except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
+                return wrong(f"Your function raised {type(exc).__name__}: {exc}")
+            if got is None:
+                return wrong("Your function returned None: replace its `return None` line.")
+            got = np.asarray(got)
+            want = trace["head_i"][i]
+            if got.shape != want.shape:
+                return wrong(
+                    f"For h={h}, head {i}: expected shape {want.shape}, got {got.shape}. How wide is one head?"
+                )
+            if not np.allclose(got, want, atol=1e-12):
+                return wrong(f"For h={h}, head {i}: wrong columns. Head i starts at column i × d_k.")
+    return right("every head came back exactly: concatenation loses nothing.")
 
 
-def check_ablation_delta(answer: object) -> Feedback:
-    """Exercise 2: out - out without head OFF, computed from the trace alone."""
-    delta = as_array(answer, "an (n, d_model) array computed from the trace and params")
-    if isinstance(delta, Feedback):
-        return delta
-    x, params = exercise_inputs()
-    out = multi_head_attention(x, x, x, params)[0]
-    expected = out - multi_head_attention(x, x, x, params.without_heads([OFF]))[0]
-    if delta.shape != expected.shape:
-        return wrong(f"Expected shape {expected.shape} (one row per token, d_model columns), got {delta.shape}.")
-    if np.allclose(delta, expected, atol=1e-10):
-        return right("switching a head off removes exactly its own term head_i W^O_i from the sum.")
-    if np.allclose(delta, -expected, atol=1e-10):
-        return wrong("Right size, opposite sign: the question asks for out minus the output without the head.")
-    if np.allclose(delta, out, atol=1e-10):
-        return wrong("That is the whole output. Which single term of the sum over heads disappears?")
-    return wrong(f"Not yet. Which head's output, times which block of W^O? (The head is {OFF}.)")
-
-
-def all_off_inputs() -> tuple[np.ndarray, MHAParams]:
-    """Exercise 3's input x (4, 8) and params (d_model=8, h=2) with an output bias b_o."""
-    x = np.random.default_rng(6).normal(size=(4, 8))
-    params = init_params(8, 2, bias=True, seed=6)
-    return x, dataclasses.replace(params, b_o=np.linspace(-1.0, 1.0, 8))
-
-
-def check_all_off(answer: object) -> Feedback:
-    """Exercise 3: the output of all_off_inputs() when every head is switched off (a (4, 8) or (8,) array)."""
-    got = as_array(answer, "an array: the output with every head switched off")
-    if isinstance(got, Feedback):
-        return got
-    x, params = all_off_inputs()
-    expected = multi_head_attention(x, x, x, params.without_heads(range(params.h)))[0]  # (4, 8)
+def check_same_sum(answer: object) -> Feedback:
+    """Exercise 3: a pair (a, b), different from (HEAD_A, HEAD_B), with the same sum a + b."""
+    if answer is None:
+        return wrong("Replace None with a pair of arrays (a, b), each with 3 numbers.")
     try:
-        got = np.broadcast_to(got, expected.shape)
-    except ValueError:
-        return wrong(f"Expected shape {expected.shape} or ({expected.shape[1]},), got {got.shape}.")
-    if np.allclose(got, expected, atol=1e-12):
-        return right("every block of W^O is zero, so concat @ W^O = 0 and only the bias b_o is left, in every row.")
-    if np.allclose(got, 0):
-        return wrong("Zero blocks make concat @ W^O zero, but the layer adds something after multiplying by W^O.")
-    return wrong("With every block of W^O zero, what is left of concat @ W^O + b_o?")
+        a, b = (np.asarray(v, dtype=float) for v in answer)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return wrong(f"Expected a pair (a, b) of 3-number arrays, got {answer!r}.")
+    if a.shape != (3,) or b.shape != (3,):
+        return wrong(f"Each of a and b should hold 3 numbers, got shapes {a.shape} and {b.shape}.")
+    total = HEAD_A + HEAD_B
+    if not np.allclose(a + b, total):
+        return wrong(f"a + b = {a + b}, but the sum to match is {total}.")
+    if np.allclose(a, HEAD_A) and np.allclose(b, HEAD_B):
+        return wrong("That is the original pair. Find a different one with the same sum.")
+    return right(
+        f"a - HEAD_A = {a - HEAD_A} and b - HEAD_B = {b - HEAD_B} cancel. Whoever reads only the sum cannot tell "
+        "your pair from the original; the concatenation can."
+    )

@@ -1,86 +1,83 @@
-"""Checks for lesson 6's exercises, all on the worked example (the, cat, ate, fish; d_model=8, h=2)."""
+"""Exercise checks for lesson 6 (the output projection W^O)."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
-from ..attention import causal_mask
-from ..demos.examples import worked_example
+import numpy as np
+
 from ..multihead import multi_head_attention
-from ._base import Feedback, as_number, as_shape, right, wrong
+from ..projections import MHAParams, init_params
+from ._base import Feedback, as_array, as_shape, right, wrong
 
-CAT, FISH = 1, 3  # token positions in the worked example
-
-
-def _probability(answer: object) -> float | Feedback:
-    """The answer as a float in [0, 1], or a friendly Feedback."""
-    value = as_number(answer, "your weight, a number between 0 and 1")
-    if isinstance(value, Feedback):
-        return value
-    if not 0.0 <= value <= 1.0:
-        return wrong(f"An attention weight lies between 0 and 1 (each row sums to 1); got {answer}.")
-    return value
+# Exercise 1: the sizes asked about.
+D_MODEL, H = 512, 8
+# Exercise 2: the head to switch off.
+OFF = 2
 
 
-def doubled_query_weight() -> float:
-    """Head 0's weight from 'cat' to 'fish' after doubling head 0's columns of W^Q."""
-    x, params = worked_example()
-    w_q = params.w_q.copy()
-    w_q[:, : params.d_k] *= 2  # head 0 owns the first d_k columns
-    _, weights = multi_head_attention(x, x, x, dataclasses.replace(params, w_q=w_q))
-    return float(weights[0, CAT, FISH])
-
-
-def check_doubled_query(answer: object) -> Feedback:
-    """Exercise 1: the weight cat -> fish in head 0 when W_0^Q is doubled."""
-    value = _probability(answer)
-    if isinstance(value, Feedback):
-        return value
-    x, params = worked_example()
-    _, before = multi_head_attention(x, x, x, params)
-    if math.isclose(value, doubled_query_weight(), abs_tol=2e-3):
-        return right(
-            "doubling the queries doubles every score, so the softmax gets sharper: 'cat' looks at 'fish' more."
+def check_block_shape(answer: object) -> Feedback:
+    """Exercise 1: shape of W^O_i, the block of W^O that reads head i, for d_model = 512, h = 8."""
+    shape = as_shape(answer, "a shape, as a tuple like (rows, columns)")
+    if isinstance(shape, Feedback):
+        return shape
+    d_k = D_MODEL // H
+    if shape == (d_k, D_MODEL):
+        return right(f"head_i is (n, {d_k}), so head_i W^O_i needs {d_k} rows, and it writes all {D_MODEL} outputs.")
+    if shape == (D_MODEL, d_k):
+        return wrong(
+            "That is the shape of W_i^Q. W^O_i multiplies head_i (n, d_k) from the right: how many rows must it have?"
         )
-    if math.isclose(value, float(before[0, CAT, FISH]), abs_tol=2e-3):
-        return wrong("That is the weight before the change. Doubling W_0^Q doubles Q_0, and with it the scores.")
-    return wrong("Double 'cat's row of Q_0, recompute its four scaled scores, then apply the softmax to that row.")
+    if shape == (D_MODEL, D_MODEL):
+        return wrong("That is all of W^O. Which part of it does head i's output meet in concat @ W^O?")
+    return wrong("In concat @ W^O, head i's d_k columns of concat meet d_k rows of W^O. How wide is each row?")
 
 
-def check_causal_weight(answer: object) -> Feedback:
-    """Exercise 2: head 0's weight from 'cat' to itself under a causal mask."""
-    value = _probability(answer)
-    if isinstance(value, Feedback):
-        return value
-    x, params = worked_example()
-    _, masked = multi_head_attention(x, x, x, params, mask=causal_mask(len(x)))
-    _, free = multi_head_attention(x, x, x, params)
-    if math.isclose(value, float(masked[0, CAT, CAT]), abs_tol=2e-3):
-        return right("with 'fish' hidden, the weight it had goes to the keys 'cat' may still see.")
-    if math.isclose(value, float(free[0, CAT, CAT]), abs_tol=2e-3):
-        return wrong("That is the weight without the mask. 'cat' (position 1) may only see positions 0 and 1.")
-    return wrong(
-        "Keep only the scaled scores of the keys 'the' and 'cat' in 'cat's row, and take the softmax of those two."
-    )
+def exercise_inputs() -> tuple[np.ndarray, MHAParams]:
+    """Exercise 2's input x (6, 16) and params (d_model=16, h=4), both seeded."""
+    x = np.random.default_rng(5).normal(size=(6, 16))
+    return x, init_params(16, 4, seed=5)
 
 
-def check_shapes(scores_shape: object, concat_shape: object) -> Feedback:
-    """Exercise 3: shapes of one head's scores and of the concatenation for n=10, d_model=8, h=2."""
-    scores = as_shape(scores_shape, "the shape of one head's scores, a tuple like (2, 3)")
-    if isinstance(scores, Feedback):
-        return scores
-    concat = as_shape(concat_shape, "the shape of the concatenation, a tuple like (2, 3)")
-    if isinstance(concat, Feedback):
-        return concat
-    n, d_model, h = 10, 8, 2
-    good_scores, good_concat = scores == (n, n), concat == (n, d_model)
-    if good_scores and good_concat:
-        return right("the scores grow as n × n whatever d_model is; the concatenation is back to d_model wide.")
-    if not good_scores:
-        if scores == (n, d_model // h):
-            return wrong("(n, d_k) is the shape of Q_i or head_i; the scores compare every query with every key.")
-        return wrong("Scores have one row per query and one column per key.")
-    if concat == (n, d_model // h):
-        return wrong("That is one head's output; the concatenation puts all h heads side by side.")
-    return wrong("The concatenation has one row per token and h·d_k columns.")
+def check_ablation_delta(answer: object) -> Feedback:
+    """Exercise 2: out - out without head OFF, computed from the trace alone."""
+    delta = as_array(answer, "an (n, d_model) array computed from the trace and params")
+    if isinstance(delta, Feedback):
+        return delta
+    x, params = exercise_inputs()
+    out = multi_head_attention(x, x, x, params)[0]
+    expected = out - multi_head_attention(x, x, x, params.without_heads([OFF]))[0]
+    if delta.shape != expected.shape:
+        return wrong(f"Expected shape {expected.shape} (one row per token, d_model columns), got {delta.shape}.")
+    if np.allclose(delta, expected, atol=1e-10):
+        return right("switching a head off removes exactly its own term head_i W^O_i from the sum.")
+    if np.allclose(delta, -expected, atol=1e-10):
+        return wrong("Right size, opposite sign: the question asks for out minus the output without the head.")
+    if np.allclose(delta, out, atol=1e-10):
+        return wrong("That is the whole output. Which single term of the sum over heads disappears?")
+    return wrong(f"Not yet. Which head's output, times which block of W^O? (The head is {OFF}.)")
+
+
+def all_off_inputs() -> tuple[np.ndarray, MHAParams]:
+    """Exercise 3's input x (4, 8) and params (d_model=8, h=2) with an output bias b_o."""
+    x = np.random.default_rng(6).normal(size=(4, 8))
+    params = init_params(8, 2, bias=True, seed=6)
+    return x, dataclasses.replace(params, b_o=np.linspace(-1.0, 1.0, 8))
+
+
+def check_all_off(answer: object) -> Feedback:
+    """Exercise 3: the output of all_off_inputs() when every head is switched off (a (4, 8) or (8,) array)."""
+    got = as_array(answer, "an array: the output with every head switched off")
+    if isinstance(got, Feedback):
+        return got
+    x, params = all_off_inputs()
+    expected = multi_head_attention(x, x, x, params.without_heads(range(params.h)))[0]  # (4, 8)
+    try:
+        got = np.broadcast_to(got, expected.shape)
+    except ValueError:
+        return wrong(f"Expected shape {expected.shape} or ({expected.shape[1]},), got {got.shape}.")
+    if np.allclose(got, expected, atol=1e-12):
+        return right("every block of W^O is zero, so concat @ W^O = 0 and only the bias b_o is left, in every row.")
+    if np.allclose(got, 0):
+        return wrong("Zero blocks make concat @ W^O zero, but the layer adds something after multiplying by W^O.")
+    return wrong("With every block of W^O zero, what is left of concat @ W^O + b_o?")

@@ -1,4 +1,4 @@
-"""Exercise checks for lesson 9 (connections)."""
+"""Exercise checks for lesson 9 (common mistakes)."""
 
 from __future__ import annotations
 
@@ -6,110 +6,90 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..attention import causal_mask
-from ..demos.connections import permutation_errors, sinusoidal_part, translation_inputs, translation_params
-from ..demos.toy import TOKENS, token_part
-from ..encoder import encoder_layer, init_encoder_layer
-from ..multihead import multi_head_attention
-from ..projections import init_params
-from ._base import Feedback, as_array, as_whole_number, right, wrong
+from ..attention import causal_mask, scaled_dot_product_attention
+from ..demos.mistakes import MISTAKES, check_causal
+from ..heads import merge_heads, split_heads
+from ..projections import MHAParams
+from ._base import Feedback, right, wrong
 
-N_CAUSAL = len(TOKENS)  # exercise 2 asks about the toy sentence
-
-
-def check_cross_attention(answer: object) -> Feedback:
-    """Exercise 1: the output of cross-attention from the decoder y to the encoder x (translation example)."""
-    if isinstance(answer, tuple) and len(answer) == 2:
-        answer = answer[0]  # the (output, weights) pair: the output is what is asked for
-    out = as_array(answer, "the output of your multi_head_attention call")
-    if isinstance(out, Feedback):
-        return out
-    y, x = translation_inputs()
-    params = translation_params()
-    expected = multi_head_attention(y, x, x, params)[0]
-    if out.shape == (len(x), y.shape[1]):
-        return wrong(f"This output has {len(x)} rows, one per encoder token. Which sequence asks the questions?")
-    if out.shape != expected.shape:
-        return wrong(f"Expected one row per decoder token and d_model columns, got shape {out.shape}.")
-    if np.allclose(out, multi_head_attention(y, y, y, params)[0]):
-        return wrong("That is self-attention of the decoder on itself: keys and values come from the encoder.")
-    if not np.allclose(out, expected):
-        return wrong("The shape is right but the values are not: check which sequence feeds k and which feeds v.")
-    return right(
-        f"queries from the decoder ({len(y)} rows), keys and values from the encoder ({len(x)} rows): "
-        f"a {expected.shape} output, one row per decoder token."
-    )
+# Exercise 1: a decoder whose training loss falls suspiciously fast but which writes nonsense when it generates.
+SYMPTOM_HINTS = {
+    "mask_after_softmax": "that mistake leaves rows summing to less than 1, and here every row sums to 1.",
+    "no_scale": "a missing scale saturates the softmax but hides no future token: generation would still work.",
+    "wrong_axis": "with the softmax over queries the rows would not sum to 1, and here they do.",
+    "reshape_only": "that one mixes tokens across heads; the clue here is about which tokens a position can see.",
+    "naive_softmax": "an overflowing softmax gives NaN, not a loss that falls too fast.",
+}
 
 
-def check_causal_count(answer: object) -> Feedback:
-    """Exercise 2: how many (query, key) pairs a causal mask allows for the toy sentence."""
-    count = as_whole_number(answer, "the number of query-key pairs the mask allows")
-    if isinstance(count, Feedback):
-        return count
-    allowed = int(causal_mask(N_CAUSAL).sum())
-    n = N_CAUSAL
-    if count == allowed:
-        return right(f"n(n+1)/2 = {allowed}: a little more than half of the {n * n} pairs.")
-    if count == n * n:
-        return wrong("That counts every pair; the mask hides the keys after each query.")
-    if count == n * (n - 1) // 2:
-        return wrong("Close: a query may also attend to its own position.")
-    return wrong("Count row by row: query i may attend to keys 0, 1, ..., i.")
-
-
-def _options() -> dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], np.ndarray | None]]:
-    """Exercise 3's choices: (description, layer, positions added to the words or None)."""
-    params = init_params(64, 4, seed=0)
-    layer = init_encoder_layer(64, 4, seed=0)
-    n = len(TOKENS)
-    pe = sinusoidal_part(n)
-    return {
-        "a": ("self-attention, word one-hots only", lambda z: multi_head_attention(z, z, z, params)[0], None),
-        "b": ("encoder layer, word one-hots only", lambda z: encoder_layer(z, layer)[0], None),
-        "c": ("self-attention, words + sinusoidal code", lambda z: multi_head_attention(z, z, z, params)[0], pe),
-        "d": (
-            "causal self-attention, word one-hots only",
-            lambda z: multi_head_attention(z, z, z, params, causal_mask(n))[0],
-            None,
-        ),
-    }
-
-
-OPTIONS = {key: description for key, (description, _, _) in _options().items()}
-
-
-def option(letter: str) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray | None]:
-    """Exercise 3: option letter's layer z (n, 64) -> (n, 64), and the positions it adds to the words (or None)."""
-    options = _options()
-    if letter not in options:
-        raise ValueError(f"letter: expected one of {', '.join(options)}, got {letter!r}")
-    _, fn, positions = options[letter]
-    return fn, positions
-
-
-def equivariant_options(seed: int = 9) -> set[str]:
-    """The options whose output rows only permute when the toy sentence's words are permuted (measured)."""
-    perm = np.random.default_rng(seed).permutation(len(TOKENS))
-    words = token_part()
-    return {k for k, (_, fn, pos) in _options().items() if permutation_errors(fn, words, perm, pos).max() < 1e-12}
-
-
-def check_equivariant(answer: object) -> Feedback:
-    """Exercise 3: the set of option letters that are permutation-equivariant."""
+def _mistake_name(answer: object, what: str) -> str | Feedback:
+    """The answer as one of MISTAKES' names (case and spaces ignored), or a friendly wrong()."""
     if answer is None:
-        return wrong('Replace None with a set of letters, e.g. {"a", "c"}.')
-    try:
-        chosen = {str(a).strip().lower() for a in answer}  # type: ignore[union-attr]
-    except TypeError:
-        return wrong(f'Expected a set of letters such as {{"a", "c"}}, got {answer!r}.')
-    if not chosen <= set(OPTIONS):
-        return wrong(f"Use the letters {', '.join(OPTIONS)} only.")
-    truth = equivariant_options()
-    if chosen == truth:
+        return wrong(f"Replace None with {what}.")
+    name = answer.strip().lower() if isinstance(answer, str) else None
+    if name not in MISTAKES:
+        return wrong(f"Use one of the registry's names: {', '.join(MISTAKES)}.")
+    return name
+
+
+def check_symptom(answer: object) -> Feedback:
+    """Exercise 1: which mistake lets a decoder read the future (rows sum to 1, training loss too good)?"""
+    name = _mistake_name(answer, "the name of a mistake, as a string, e.g. 'no_scale'")
+    if isinstance(name, Feedback):
+        return name
+    if name == "mask_with_zero":
         return right(
-            "attention, layer norm and the feed-forward network treat every position alike, so only something "
-            "tied to the slots (a positional code, a causal mask) breaks the symmetry."
+            "a score of 0 still gets weight exp(0) > 0, so every position sees later tokens during training "
+            "(easy to predict the next token when you can read it) and loses them at generation time."
         )
-    if chosen - truth:
-        return wrong("One of your choices ties something to the positions. Measure it with permutation_errors.")
-    return wrong("Something is missing: a layer built only from per-token steps and attention keeps the symmetry.")
+    return wrong(SYMPTOM_HINTS.get(name, "that mistake does not let a position read later tokens. Which ones do?"))
+
+
+def check_fixed_masking(fn: Callable | None) -> Feedback:
+    """Exercise 2: a masked attention fn(q, k, v, mask) that passes check_causal and matches the core."""
+    if fn is None:
+        return wrong("Replace None with your function, e.g. my_masked_attention (without calling it).")
+    if not callable(fn):
+        return wrong(f"Expected a function taking (q, k, v, mask), got a {type(fn).__name__}.")
+    try:
+        result = check_causal(fn)
+        rng = np.random.default_rng(80)
+        q, k, v = rng.normal(size=(3, 6, 4))  # each (n=6, d_k=4)
+        mask = causal_mask(6)
+        out, weights = fn(q, k, v, mask)
+    except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
+        return wrong(f"Your function raised {type(exc).__name__}: {exc}")
+    if not result.passed:
+        return wrong(f"{result.symptom}. Which score value makes exp() exactly 0?")
+    ref_out, ref_w = scaled_dot_product_attention(q, k, v, mask)
+    if np.shape(weights) != ref_w.shape or not np.allclose(weights, ref_w):
+        return wrong("The mask works, but the weights differ from softmax(q kᵀ / √d_k): check the scale.")
+    if np.shape(out) != ref_out.shape or not np.allclose(out, ref_out):
+        return wrong("The weights are right but the output is not: multiply the weights by v.")
+    return right("future keys get exactly 0 and the allowed ones share the whole unit.")
+
+
+def mystery_mha(q: np.ndarray, k: np.ndarray, v: np.ndarray, params: MHAParams) -> tuple[np.ndarray, np.ndarray]:
+    """Exercise 3: multi-head attention with one of the lesson's mistakes in it. Which one?"""
+    Q, K, V = (split_heads(x @ w, params.h) for x, w in ((q, params.w_q), (k, params.w_k), (v, params.w_v)))
+    heads, maps = [], []
+    for i in reversed(range(params.h)):  # last head first
+        head, w = scaled_dot_product_attention(Q[i], K[i], V[i])
+        heads.append(head)
+        maps.append(w)
+    return merge_heads(np.stack(heads)) @ params.w_o, np.stack(maps[::-1])
+
+
+def check_mystery(answer: object) -> Feedback:
+    """Exercise 3: the name of the mistake in mystery_mha."""
+    name = _mistake_name(answer, "the name of a mistake, as a string: run the checks on mystery_mha first")
+    if isinstance(name, Feedback):
+        return name
+    if name == "concat_order":
+        return right(
+            "the heads are computed last to first and concatenated in that order, so W^O's block 0 reads "
+            "head h-1. Nothing crashes and every shape is right; only the head-block check notices."
+        )
+    return wrong(
+        f"Run MISTAKES['{name}'].check(mystery_mha): does it fail? Try every check that takes (q, k, v, params)."
+    )

@@ -1,69 +1,115 @@
-"""Exercise checks for lesson 10 (a trained model's heads)."""
+"""Exercise checks for lesson 10 (connections)."""
 
 from __future__ import annotations
 
-import math
+from collections.abc import Callable
 
-from ..cost import param_count
-from ._base import Feedback, as_number, as_pair, right, wrong
+import numpy as np
 
-# all-MiniLM-L6-v2's sizes.
-D_MODEL, H, N_LAYERS = 384, 12, 6
-# Exercise 2: a head that spreads every row evenly over this many keys.
-N_KEYS = 8
-# Exercise 3: the head switched off.
-OFF_HEAD = 5
+from ..attention import causal_mask
+from ..demos.connections import permutation_errors, sinusoidal_part, translation_inputs, translation_params
+from ..demos.toy import TOKENS, token_part
+from ..encoder import encoder_layer, init_encoder_layer
+from ..multihead import multi_head_attention
+from ..projections import init_params
+from ._base import Feedback, as_array, as_whole_number, right, wrong
+
+N_CAUSAL = len(TOKENS)  # exercise 2 asks about the toy sentence
 
 
-def check_attention_parameters(answer: object) -> Feedback:
-    """Exercise 1: learned numbers in all six attention layers of MiniLM (W^Q, W^K, W^V, W^O and their biases)."""
-    value = as_number(answer, "the number of parameters, a whole number")
-    if isinstance(value, Feedback):
-        return value
-    per_layer = param_count(D_MODEL, H, bias=True)
-    if value == N_LAYERS * per_layer:
+def check_cross_attention(answer: object) -> Feedback:
+    """Exercise 1: the output of cross-attention from the decoder y to the encoder x (translation example)."""
+    if isinstance(answer, tuple) and len(answer) == 2:
+        answer = answer[0]  # the (output, weights) pair: the output is what is asked for
+    out = as_array(answer, "the output of your multi_head_attention call")
+    if isinstance(out, Feedback):
+        return out
+    y, x = translation_inputs()
+    params = translation_params()
+    expected = multi_head_attention(y, x, x, params)[0]
+    if out.shape == (len(x), y.shape[1]):
+        return wrong(f"This output has {len(x)} rows, one per encoder token. Which sequence asks the questions?")
+    if out.shape != expected.shape:
+        return wrong(f"Expected one row per decoder token and d_model columns, got shape {out.shape}.")
+    if np.allclose(out, multi_head_attention(y, y, y, params)[0]):
+        return wrong("That is self-attention of the decoder on itself: keys and values come from the encoder.")
+    if not np.allclose(out, expected):
+        return wrong("The shape is right but the values are not: check which sequence feeds k and which feeds v.")
+    return right(
+        f"queries from the decoder ({len(y)} rows), keys and values from the encoder ({len(x)} rows): "
+        f"a {expected.shape} output, one row per decoder token."
+    )
+
+
+def check_causal_count(answer: object) -> Feedback:
+    """Exercise 2: how many (query, key) pairs a causal mask allows for the toy sentence."""
+    count = as_whole_number(answer, "the number of query-key pairs the mask allows")
+    if isinstance(count, Feedback):
+        return count
+    allowed = int(causal_mask(N_CAUSAL).sum())
+    n = N_CAUSAL
+    if count == allowed:
+        return right(f"n(n+1)/2 = {allowed}: a little more than half of the {n * n} pairs.")
+    if count == n * n:
+        return wrong("That counts every pair; the mask hides the keys after each query.")
+    if count == n * (n - 1) // 2:
+        return wrong("Close: a query may also attend to its own position.")
+    return wrong("Count row by row: query i may attend to keys 0, 1, ..., i.")
+
+
+def _options() -> dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], np.ndarray | None]]:
+    """Exercise 3's choices: (description, layer, positions added to the words or None)."""
+    params = init_params(64, 4, seed=0)
+    layer = init_encoder_layer(64, 4, seed=0)
+    n = len(TOKENS)
+    pe = sinusoidal_part(n)
+    return {
+        "a": ("self-attention, word one-hots only", lambda z: multi_head_attention(z, z, z, params)[0], None),
+        "b": ("encoder layer, word one-hots only", lambda z: encoder_layer(z, layer)[0], None),
+        "c": ("self-attention, words + sinusoidal code", lambda z: multi_head_attention(z, z, z, params)[0], pe),
+        "d": (
+            "causal self-attention, word one-hots only",
+            lambda z: multi_head_attention(z, z, z, params, causal_mask(n))[0],
+            None,
+        ),
+    }
+
+
+OPTIONS = {key: description for key, (description, _, _) in _options().items()}
+
+
+def option(letter: str) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray | None]:
+    """Exercise 3: option letter's layer z (n, 64) -> (n, 64), and the positions it adds to the words (or None)."""
+    options = _options()
+    if letter not in options:
+        raise ValueError(f"letter: expected one of {', '.join(options)}, got {letter!r}")
+    _, fn, positions = options[letter]
+    return fn, positions
+
+
+def equivariant_options(seed: int = 9) -> set[str]:
+    """The options whose output rows only permute when the toy sentence's words are permuted (measured)."""
+    perm = np.random.default_rng(seed).permutation(len(TOKENS))
+    words = token_part()
+    return {k for k, (_, fn, pos) in _options().items() if permutation_errors(fn, words, perm, pos).max() < 1e-12}
+
+
+def check_equivariant(answer: object) -> Feedback:
+    """Exercise 3: the set of option letters that are permutation-equivariant."""
+    if answer is None:
+        return wrong('Replace None with a set of letters, e.g. {"a", "c"}.')
+    try:
+        chosen = {str(a).strip().lower() for a in answer}  # type: ignore[union-attr]
+    except TypeError:
+        return wrong(f'Expected a set of letters such as {{"a", "c"}}, got {answer!r}.')
+    if not chosen <= set(OPTIONS):
+        return wrong(f"Use the letters {', '.join(OPTIONS)} only.")
+    truth = equivariant_options()
+    if chosen == truth:
         return right(
-            f"{N_LAYERS} x (4 x {D_MODEL}^2 + 4 x {D_MODEL}) = {N_LAYERS * per_layer:,}: the same whatever h is, "
-            "as lesson 7 showed."
+            "attention, layer norm and the feed-forward network treat every position alike, so only something "
+            "tied to the slots (a positional code, a causal mask) breaks the symmetry."
         )
-    if value == per_layer:
-        return wrong("That is one layer. How many attention layers does MiniLM have?")
-    if value == N_LAYERS * 4 * D_MODEL**2:
-        return wrong("Close: each of the four projections also has a bias of d_model numbers.")
-    if value == N_LAYERS * H * 4 * D_MODEL**2:
-        return wrong("Each head does not get full-width matrices: head i owns d_k columns of W^Q, W^K and W^V.")
-    return wrong("Count one layer first: four (d_model x d_model) matrices plus four biases of length d_model.")
-
-
-def check_uniform_entropy(answer: object) -> Feedback:
-    """Exercise 2: entropy in nats of an attention row spreading its weight evenly over 8 keys."""
-    value = as_number(answer, "the entropy in nats: use the natural logarithm")
-    if isinstance(value, Feedback):
-        return value
-    expected = math.log(N_KEYS)
-    if abs(value - expected) < 1e-3:
-        return right(f"-sum 1/8 ln(1/8) = ln 8 = {expected:.3f} nats: the largest entropy a row over 8 keys can have.")
-    if abs(value - math.log2(N_KEYS)) < 1e-3:
-        return wrong("That is in bits (log base 2). Head scores use nats: the natural logarithm.")
-    if abs(value - 1 / N_KEYS) < 1e-3:
-        return wrong("That is each weight. The entropy is -sum_j w_j ln w_j over the row.")
-    return wrong("Every weight is 1/8. Put that into -sum_j w_j ln w_j.")
-
-
-def check_rows_switched_off(answer: object) -> Feedback:
-    """Exercise 3: the rows of a layer's W^O (start, stop) that MHAParams.without_heads([5]) sets to zero."""
-    rows = as_pair(answer, "a (start, stop) pair of row indices, stop excluded, as in a slice")
-    if isinstance(rows, Feedback):
-        return rows
-    start, stop = rows
-    d_k = D_MODEL // H
-    if (start, stop) == (OFF_HEAD * d_k, (OFF_HEAD + 1) * d_k):
-        return right(
-            f"Head {OFF_HEAD} owns rows {start}:{stop} of W^O (d_k = {d_k}); zeroing them removes exactly "
-            f"head_{OFF_HEAD} W^O_{OFF_HEAD} from the sum over heads."
-        )
-    if (start, stop) == (OFF_HEAD * d_k, (OFF_HEAD + 1) * d_k - 1):
-        return wrong("Almost: stop is excluded, as in a Python slice.")
-    if stop - start == d_k:
-        return wrong(f"The block has the right size, d_k = {d_k} rows. Where does head {OFF_HEAD}'s block start?")
-    return wrong(f"Each head owns d_k = d_model / h rows of W^O. What are d_k here, and head {OFF_HEAD}'s first row?")
+    if chosen - truth:
+        return wrong("One of your choices ties something to the positions. Measure it with permutation_errors.")
+    return wrong("Something is missing: a layer built only from per-token steps and attention keeps the symmetry.")

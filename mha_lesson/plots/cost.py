@@ -1,4 +1,4 @@
-"""Cost charts for lesson 1: FLOPs by part for three designs, and counts as the number of heads h varies."""
+"""Cost charts for lesson 2: FLOPs by part for three designs, and counts as the number of heads h varies."""
 
 from __future__ import annotations
 

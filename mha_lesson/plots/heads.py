@@ -1,6 +1,6 @@
-"""Figures for lessons 3-5: updating per-head heatmaps, matrices with head blocks, per-head bar charts.
+"""Figures for lessons 4-6: updating per-head heatmaps, matrices with head blocks, per-head bar charts.
 
-recovery_bars draws lesson 4's "concatenate, do not sum" numbers, computed by mha_lesson.demos.concat.
+recovery_bars draws lesson 5's "concatenate, do not sum" numbers, computed by mha_lesson.demos.concat.
 """
 
 from __future__ import annotations

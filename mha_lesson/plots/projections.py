@@ -1,4 +1,4 @@
-"""Lesson 2's figures: a matrix cut into per-head column blocks, and queries and keys in a head's 2-D plane."""
+"""Lesson 3's figures: a matrix cut into per-head column blocks, and queries and keys in a head's 2-D plane."""
 
 from __future__ import annotations
 

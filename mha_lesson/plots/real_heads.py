@@ -1,4 +1,4 @@
-"""Figures for lesson 10: a trained model's sentence similarities, its 72 heads' scores, and head ablation."""
+"""Figures for lesson 13: a trained model's sentence similarities, its 72 heads' scores, and head ablation."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lesson 5's ablation explorer: switch one head off (zero its block of W^O) and see how the output moves.
+"""Lesson 6's ablation explorer: switch one head off (zero its block of W^O) and see how the output moves.
 
 Because concat(heads) W^O = sum_i head_i W^O_i, switching head i off changes the output by exactly
 head_i W^O_i: the explorer shows that difference and, for every head, how large it is.
@@ -176,5 +176,5 @@ class AblationExplorer(Explorer):
 
 
 def ablation_explorer(**values: Any) -> AblationExplorer:
-    """The ablation explorer of lesson 5 (keyword arguments set the starting values)."""
+    """The ablation explorer of lesson 6 (keyword arguments set the starting values)."""
     return AblationExplorer(**values)

@@ -1,4 +1,4 @@
-"""Lesson 3's attention-map explorer: one heatmap per head, for the toy sentence or random inputs."""
+"""Lesson 4's attention-map explorer: one heatmap per head, for the toy sentence or random inputs."""
 
 from __future__ import annotations
 
@@ -214,5 +214,5 @@ def still_axis_labels(ax: Axes) -> None:
 
 
 def attention_map_explorer(**values: Any) -> AttentionMapExplorer:
-    """The attention-map explorer of lesson 3 (keyword arguments set the starting values)."""
+    """The attention-map explorer of lesson 4 (keyword arguments set the starting values)."""
     return AttentionMapExplorer(**values)

@@ -1,4 +1,4 @@
-"""Lesson 9's explorers: cross-attention shapes, and a head that attends by position.
+"""Lesson 10's explorers: cross-attention shapes, and a head that attends by position.
 
 attention_shapes is the cross-attention explorer's pure compute (tests call it); the position head's numbers
 come from the core module mha_lesson.demos.connections. The explorers only draw their results.
@@ -176,7 +176,7 @@ class CrossAttentionExplorer(Explorer):
 
 
 def cross_attention_explorer(**values: Any) -> CrossAttentionExplorer:
-    """The cross-attention explorer of lesson 9."""
+    """The cross-attention explorer of lesson 10."""
     return CrossAttentionExplorer(**values)
 
 
@@ -235,5 +235,5 @@ class PositionHeadExplorer(Explorer):
 
 
 def position_head_explorer(**values: Any) -> PositionHeadExplorer:
-    """The position-head explorer of lesson 9."""
+    """The position-head explorer of lesson 10."""
     return PositionHeadExplorer(**values)

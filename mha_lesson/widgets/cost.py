@@ -1,4 +1,4 @@
-"""Lesson 1's cost explorer: h split heads against h full-width heads, as h, d_model and n move."""
+"""Lesson 2's cost explorer: h split heads against h full-width heads, as h, d_model and n move."""
 
 from __future__ import annotations
 
@@ -163,5 +163,5 @@ class CostExplorer(Explorer):
 
 
 def cost_explorer(d_model: int = 512, h: int = 8, n: int = 128) -> CostExplorer:
-    """The lesson 1 explorer, starting at the worked case d_model=512, h=8 (d_k=64)."""
+    """The lesson 2 explorer, starting at the worked case d_model=512, h=8 (d_k=64)."""
     return CostExplorer(d_model, h, n)

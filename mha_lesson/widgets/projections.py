@@ -1,4 +1,4 @@
-"""Lesson 2's head-subspace explorer: pick a head and see where its projections put the tokens."""
+"""Lesson 3's head-subspace explorer: pick a head and see where its projections put the tokens."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def projection_view(
     tokens: Sequence[str] = EXAMPLE_TOKENS,
     d_model: int = D_MODEL,
 ) -> dict[str, Any]:
-    """Self-attention over lesson 2's embeddings of tokens, with init_params(d_model, h, seed=seed).
+    """Self-attention over lesson 3's embeddings of tokens, with init_params(d_model, h, seed=seed).
 
     Returns tokens, d_k, columns (head's slice of W^Q), q and k (n, d_k), q2 and k2 (n, 2) from plane(),
     kept (share of squared length in the plane), weights (n, n) of the head and all_weights (h, n, n).
@@ -203,5 +203,5 @@ class ProjectionExplorer(Explorer):
 
 
 def projection_explorer(h: int = 4, head: int = 0, seed: int = 0) -> ProjectionExplorer:
-    """The lesson 2 explorer: 8 tokens, d_model = 16, h = 4 heads of d_k = 4 by default."""
+    """The lesson 3 explorer: 8 tokens, d_model = 16, h = 4 heads of d_k = 4 by default."""
     return ProjectionExplorer(h, head, seed)

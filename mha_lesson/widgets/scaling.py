@@ -1,4 +1,4 @@
-"""Lesson 3's "why divide by sqrt(d_k)" explorer; the statistics behind it live in mha_lesson.demos.scaling."""
+"""Lesson 4's "why divide by sqrt(d_k)" explorer; the statistics behind it live in mha_lesson.demos.scaling."""
 
 from __future__ import annotations
 
@@ -154,5 +154,5 @@ class ScalingExplorer(Explorer):
 
 
 def scaling_explorer(d_k: int = 64, n: int = 32, seed: int = 0) -> ScalingExplorer:
-    """The d_k explorer of lesson 3."""
+    """The d_k explorer of lesson 4."""
     return ScalingExplorer(d_k, n, seed)

@@ -1,4 +1,4 @@
-"""Lesson 3's √d_k claims: Var(q.k) = d_k within the standard error, saturation without scaling, and the explorer."""
+"""Lesson 4's √d_k claims: Var(q.k) = d_k within the standard error, saturation without scaling, and the explorer."""
 
 import math
 
@@ -89,7 +89,7 @@ def test_unscaled_rows_saturate_and_scaled_rows_do_not():
 
 
 def test_scaled_jacobian_keeps_its_size_across_d_k_and_unscaled_shrinks():
-    """Lesson 3 prints mean |J| at d_k = 4, 64, 512: steady with scaling, falling without."""
+    """Lesson 4 prints mean |J| at d_k = 4, 64, 512: steady with scaling, falling without."""
     raw, scaled = zip(
         *(
             (jacobian_norm(s["raw"]), jacobian_norm(s["scaled"]))

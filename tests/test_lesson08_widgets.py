@@ -1,4 +1,4 @@
-"""Lesson 7's explorer: its pure compute function and what each control changes in the picture."""
+"""Lesson 8's explorer: its pure compute function and what each control changes in the picture."""
 
 import io
 

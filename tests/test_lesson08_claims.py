@@ -1,4 +1,4 @@
-"""Lesson 7's stated claims, through the same helper calls the notebook makes."""
+"""Lesson 8's stated claims, through the same helper calls the notebook makes."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Lesson 5: the W^O block identity, ablation by without_heads, loop vs batched, and the ablation explorer."""
+"""Lesson 6: the W^O block identity, ablation by without_heads, loop vs batched, and the ablation explorer."""
 
 import dataclasses
 

@@ -1,4 +1,4 @@
-"""Lesson 4: the concatenation's shape, that it can be undone and a sum cannot, and that summing lets heads cancel."""
+"""Lesson 5: the concatenation's shape, that it can be undone and a sum cannot, and that summing lets heads cancel."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Lesson 9's explorers: controls change the numbers and the picture; invalid combinations show one line."""
+"""Lesson 10's explorers: controls change the numbers and the picture; invalid combinations show one line."""
 
 import numpy as np
 

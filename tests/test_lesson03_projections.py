@@ -1,4 +1,4 @@
-"""Lesson 2's claims (one product for all heads, tied heads collapse into one), the seeded embeddings, the 2-D
+"""Lesson 3's claims (one product for all heads, tied heads collapse into one), the seeded embeddings, the 2-D
 plane, and the projection explorer: moving a control changes exactly what it should."""
 
 import dataclasses

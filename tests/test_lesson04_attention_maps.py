@@ -1,4 +1,4 @@
-"""Lesson 3's attention-map explorer: its pure compute function and what the controls change."""
+"""Lesson 4's attention-map explorer: its pure compute function and what the controls change."""
 
 import numpy as np
 import pytest

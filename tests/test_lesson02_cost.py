@@ -1,4 +1,4 @@
-"""Lesson 1's claims, through the calls the notebook makes, checked against explicit loops and closed forms;
+"""Lesson 2's claims, through the calls the notebook makes, checked against explicit loops and closed forms;
 and the cost explorer: moving a control changes exactly what it should."""
 
 import io

@@ -1,4 +1,4 @@
-"""Lesson 9's claims, through the helpers the notebook calls, checked against explicit loops and closed forms:
+"""Lesson 10's claims, through the helpers the notebook calls, checked against explicit loops and closed forms:
 cross-attention shapes and rows, causal masking, the encoder layer, and permutation equivariance with and
 without positional encoding."""
 
