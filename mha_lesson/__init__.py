@@ -6,13 +6,22 @@ Layers, each importing only from those before it:
 - `plots/` and `widgets/` on top; then `exercises/` and `bench/`.
 """
 
-from . import cost
+from . import cost, kv_cache
 from ._checks import DEFAULT_MAX_BYTES
-from .attention import causal_mask, padding_mask, scaled_dot_product_attention, softmax
+from .attention import (
+    causal_mask,
+    padding_mask,
+    receptive_field,
+    scaled_dot_product_attention,
+    sliding_window_mask,
+    softmax,
+)
 from .display import show_source
 from .heads import merge_heads, split_heads
 from .multihead import multi_head_attention, multi_head_attention_loop
 from .projections import MHAParams, init_params
+from .rope import rope
+from .tiled import tiled_attention
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -20,12 +29,17 @@ __all__ = [
     "causal_mask",
     "cost",
     "init_params",
+    "kv_cache",
     "merge_heads",
     "multi_head_attention",
     "multi_head_attention_loop",
     "padding_mask",
+    "receptive_field",
+    "rope",
     "scaled_dot_product_attention",
     "show_source",
+    "sliding_window_mask",
     "softmax",
     "split_heads",
+    "tiled_attention",
 ]

@@ -51,6 +51,18 @@ def check_heads(d_model: int, h: int) -> int:
     return d_model // h
 
 
+def check_kv_heads(h: int, h_kv: int) -> int:
+    """Return h_kv, the number of key/value heads, or raise ValueError when it does not divide h."""
+    h_kv = check_positive_int("h_kv", h_kv)
+    if h % h_kv:
+        divisors = [i for i in range(1, h + 1) if h % i == 0]
+        raise ValueError(
+            f"h_kv: expected a divisor of h={h}, so that each key/value head serves a whole group of "
+            f"query heads (one of {', '.join(map(str, divisors))}), got h_kv={h_kv}"
+        )
+    return h_kv
+
+
 def check_mask(mask: object, target: tuple[int, ...]) -> np.ndarray:
     """Return mask as a boolean array broadcast (as a view) to target, or raise ValueError."""
     m = np.asarray(mask)

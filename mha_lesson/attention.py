@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_finite, check_mask, check_memory
+from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_finite, check_mask, check_memory, check_positive_int
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -29,6 +29,27 @@ def causal_mask(n: int) -> np.ndarray:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n: expected a positive integer, got {n!r}")
     return np.tri(n, dtype=bool)
+
+
+def sliding_window_mask(n: int, window: int) -> np.ndarray:
+    """(n, n) boolean causal sliding window: query i may attend to keys i-window+1..i (n*window pairs, not n^2)."""
+    check_positive_int("n", n)
+    check_positive_int("window", window)
+    offset = np.arange(n)[:, None] - np.arange(n)  # (n, n): i - j, how far back key j lies from query i
+    return (offset >= 0) & (offset < window)
+
+
+def receptive_field(mask: np.ndarray, layers: int) -> np.ndarray:
+    """(n, n) boolean: which input tokens reach position i after `layers` layers that each attend by mask (n, n)."""
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_ or mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
+        raise ValueError(f"mask: expected a square boolean (n, n) array, got shape {mask.shape} dtype {mask.dtype}")
+    check_positive_int("layers", layers)
+    reach = mask
+    for _ in range(layers - 1):
+        # Boolean matrix product: i reaches token t if i attends to some j that already reached t.
+        reach = mask @ reach
+    return reach
 
 
 def padding_mask(lengths: np.ndarray | list[int], n: int) -> np.ndarray:
@@ -74,20 +95,8 @@ def attend(
     return out, None
 
 
-def scaled_dot_product_attention(
-    q: np.ndarray,
-    k: np.ndarray,
-    v: np.ndarray,
-    mask: np.ndarray | None = None,
-    *,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-) -> tuple[np.ndarray, np.ndarray]:
-    """softmax(q kᵀ / √d_k) v: q (..., n_q, d_k), k (..., n_kv, d_k), v (..., n_kv, d_v) -> (out, weights).
-
-    out is (..., n_q, d_v) and weights (..., n_q, n_kv); leading dimensions broadcast.
-    mask is boolean, True = may attend, broadcastable to (..., n_q, n_kv). A query whose keys are
-    all masked gets all-zero weights and a zero output (PyTorch returns NaN for such a row).
-    """
+def check_qkv(q: object, k: object, v: object) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Validate q (..., n_q, d_k), k (..., n_kv, d_k), v (..., n_kv, d_v); return them and the broadcast batch shape."""
     q = as_float_array("q", q, 2)
     k = as_float_array("k", k, 2)
     v = as_float_array("v", v, 2)
@@ -104,6 +113,24 @@ def scaled_dot_product_attention(
             f"k: expected leading dimensions that broadcast with q {q.shape[:-2]}, "
             f"got k {k.shape[:-2]} and v {v.shape[:-2]}"
         ) from None
+    return q, k, v, lead
+
+
+def scaled_dot_product_attention(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    mask: np.ndarray | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> tuple[np.ndarray, np.ndarray]:
+    """softmax(q kᵀ / √d_k) v: q (..., n_q, d_k), k (..., n_kv, d_k), v (..., n_kv, d_v) -> (out, weights).
+
+    out is (..., n_q, d_v) and weights (..., n_q, n_kv); leading dimensions broadcast.
+    mask is boolean, True = may attend, broadcastable to (..., n_q, n_kv). A query whose keys are
+    all masked gets all-zero weights and a zero output (PyTorch returns NaN for such a row).
+    """
+    q, k, v, lead = check_qkv(q, k, v)
     target = (*lead, q.shape[-2], k.shape[-2])
     dtype = np.result_type(q, k, v)
     check_memory("q, k", target, dtype, max_bytes)

@@ -1,6 +1,7 @@
 """A transformer encoder layer on the core: layer norm, the GELU feed-forward network, post-LN residual wiring.
 
-encoder_layer follows BERT (post-LN): x = LN(x + MHA(x)); x = LN(x + FFN(x)). The attention inside is the
+encoder_layer follows BERT (post-LN): x = LN(x + MHA(x)); x = LN(x + FFN(x)). With norm="pre" it follows
+GPT-2 and later models (pre-LN): x = x + MHA(LN(x)); x = x + FFN(LN(x)). The attention inside is the
 core's multi_head_attention, so every result of lessons 2-9 holds for each of the layer's heads.
 """
 
@@ -155,11 +156,32 @@ def init_encoder_layer(
 
 
 def encoder_layer(
-    x: np.ndarray, params: EncoderLayerParams, mask: np.ndarray | None = None, *, need_weights: bool = False
+    x: np.ndarray,
+    params: EncoderLayerParams,
+    mask: np.ndarray | None = None,
+    *,
+    need_weights: bool = False,
+    norm: str = "post",
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Post-LN layer: x (..., n, d_model) -> (x', weights (..., h, n, n) or None); mask True = may attend."""
+    """One layer: x (..., n, d_model) -> (x', weights (..., h, n, n) or None); mask True = may attend.
+
+    norm="post" (BERT, the 2017 paper) normalises after each residual addition; norm="pre" (GPT-2 and
+    later) normalises each sub-layer's input and leaves the residual path x + ... untouched, so the
+    identity path from the last layer back to the first carries gradients undamped by layer norms:
+    deep pre-LN stacks train without the learning-rate warm-up post-LN needs (Xiong et al., 2020).
+    A pre-LN model adds one final layer norm after its last layer (not part of this function).
+    """
     if not isinstance(params, EncoderLayerParams):
         raise ValueError(f"params: expected an EncoderLayerParams, got {type(params).__name__}")
+    if norm not in ("post", "pre"):
+        raise ValueError(f"norm: expected 'post' or 'pre', got {norm!r}")
+    if norm == "pre":
+        # Pre-LN: each sub-layer reads a normalised copy; the residual stream x itself is never normalised.
+        y = layer_norm(x, params.ln1_gamma, params.ln1_beta, params.eps)
+        attn, weights = multi_head_attention(y, y, y, params.attn, mask, need_weights=need_weights)
+        x = x + attn
+        x = x + feed_forward(layer_norm(x, params.ln2_gamma, params.ln2_beta, params.eps), params.ffn)
+        return x, weights
     attn, weights = multi_head_attention(x, x, x, params.attn, mask, need_weights=need_weights)
     # Post-LN (BERT, and the 2017 paper): normalise after adding the residual, not before the sub-layer.
     x = layer_norm(x + attn, params.ln1_gamma, params.ln1_beta, params.eps)

@@ -65,6 +65,15 @@ def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
     return y
 
 
+def kv_heads(x: np.ndarray, params: MHAParams) -> np.ndarray:
+    """Projected K or V (..., n, h_kv*d_k) -> (..., h, n, d_k): query head i gets key/value head i // group_size."""
+    heads = split_heads(x, params.h_kv)  # (..., h_kv, n, d_k)
+    if params.h_kv == params.h:
+        return heads
+    # Grouped-query attention: repeat each key/value head for the group_size query heads that share it.
+    return np.repeat(heads, params.group_size, axis=-3)  # (..., h, n, d_k), a copy
+
+
 def multi_head_attention(
     q: np.ndarray,
     k: np.ndarray,
@@ -81,7 +90,8 @@ def multi_head_attention(
     (h, n_q, n_kv), so give a per-sequence mask the shape (batch, 1, n_q, n_kv). A query with no
     allowed key gets all-zero weights and a zero head output; PyTorch returns NaN there.
     With need_weights=False the weights are not kept (None is returned in their place).
-    Raises ValueError before allocating when the weights would exceed max_bytes.
+    Raises ValueError before allocating when the weights would exceed max_bytes. With params.h_kv < h
+    (grouped-query attention) the h query heads share h_kv key/value heads (see kv_heads).
     """
     q, k, v, lead, mask = _check_inputs(q, k, v, params, mask)
     n_q, n_kv = q.shape[-2], k.shape[-2]
@@ -111,8 +121,8 @@ def _forward(
     Q = _project(q, params.w_q, params.b_q)
     Q *= 1.0 / math.sqrt(d_k)  # a Python float keeps float32 arrays float32
     Qh = np.broadcast_to(split_heads(Q, h), (*lead, h, n_q, d_k))
-    Kh = np.broadcast_to(split_heads(_project(k, params.w_k, params.b_k), h), (*lead, h, n_kv, d_k))
-    Vh = np.broadcast_to(split_heads(_project(v, params.w_v, params.b_v), h), (*lead, h, n_kv, d_k))
+    Kh = np.broadcast_to(kv_heads(_project(k, params.w_k, params.b_k), params), (*lead, h, n_kv, d_k))
+    Vh = np.broadcast_to(kv_heads(_project(v, params.w_v, params.b_v), params), (*lead, h, n_kv, d_k))
 
     # Step 3 writes head i into columns i*d_k:(i+1)*d_k of this buffer, so step 4 is a free reshape.
     concat = np.empty((*lead, n_q, h, d_k), dtype=dtype)  # (..., n_q, h, d_k)

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_heads, check_positive_int
+from ._checks import as_float_array, check_finite, check_heads, check_kv_heads, check_positive_int
 
 _WEIGHTS = ("w_q", "w_k", "w_v", "w_o")
 _BIASES = ("b_q", "b_k", "b_v", "b_o")
@@ -18,8 +18,11 @@ _BIASES = ("b_q", "b_k", "b_v", "b_o")
 class MHAParams:
     """Weights of one multi-head attention layer, applied as x @ w (the Q W^Q convention).
 
-    w_q, w_k, w_v, w_o are (d_model, d_model); b_q, b_k, b_v, b_o are (d_model,) or None.
-    Head i owns columns i*d_k:(i+1)*d_k of w_q, w_k, w_v and the same rows of w_o.
+    w_q, w_o are (d_model, d_model) and w_k, w_v (d_model, h_kv*d_k); biases match their weight's columns or are None.
+    Head i owns columns i*d_k:(i+1)*d_k of w_q and the same rows of w_o. With h_kv = h (the default) it
+    also owns those columns of w_k, w_v. With fewer key/value heads (grouped-query attention; h_kv = 1 is
+    multi-query attention) query head i reads key/value head i // (h / h_kv), as PyTorch's
+    scaled_dot_product_attention(enable_gqa=True) does: heads in a group share K and V, not Q.
     """
 
     w_q: np.ndarray
@@ -27,30 +30,33 @@ class MHAParams:
     w_v: np.ndarray
     w_o: np.ndarray
     h: int
+    h_kv: int | None = None  # None: h, one key/value head per query head
     b_q: np.ndarray | None = None
     b_k: np.ndarray | None = None
     b_v: np.ndarray | None = None
     b_o: np.ndarray | None = None
 
     def __post_init__(self) -> None:
-        for name in _WEIGHTS:
-            w = as_float_array(name, getattr(self, name), 2)
-            if w.ndim != 2 or w.shape[0] != w.shape[1]:
-                raise ValueError(f"{name}: expected a square (d_model, d_model) matrix, got {w.shape}")
-            if w.shape != np.shape(self.w_q):
-                raise ValueError(f"{name}: expected shape {np.shape(self.w_q)} like w_q, got {w.shape}")
-            check_finite(name, w)
-            object.__setattr__(self, name, w)
-        check_heads(self.d_model, self.h)
-        for name in _BIASES:
-            b = getattr(self, name)
-            if b is None:
+        w_q = as_float_array("w_q", self.w_q, 2)
+        if w_q.ndim != 2 or w_q.shape[0] != w_q.shape[1]:
+            raise ValueError(f"w_q: expected a square (d_model, d_model) matrix, got {w_q.shape}")
+        d = w_q.shape[0]
+        d_k = check_heads(d, self.h)
+        object.__setattr__(self, "h_kv", self.h if self.h_kv is None else check_kv_heads(self.h, self.h_kv))
+        for name in _WEIGHTS + _BIASES:
+            a = getattr(self, name)
+            if a is None:  # a bias left out
                 continue
-            b = as_float_array(name, b)
-            if b.shape != (self.d_model,):
-                raise ValueError(f"{name}: expected shape ({self.d_model},), got {b.shape}")
-            check_finite(name, b)
-            object.__setattr__(self, name, b)
+            # K and V have h_kv*d_k columns (d_model unless grouped), Q and the output d_model.
+            cols, width = (self.h_kv * d_k, "h_kv*d_k") if name[-1] in "kv" else (d, "d_model")
+            is_weight = name in _WEIGHTS
+            a = as_float_array(name, a, 2 if is_weight else 1)
+            shape = (d, cols) if is_weight else (cols,)
+            if a.shape != shape:
+                expected = f"(d_model, {width})" if is_weight else f"({width},)"
+                raise ValueError(f"{name}: expected shape {shape} = {expected}, got {a.shape}")
+            check_finite(name, a)
+            object.__setattr__(self, name, a)
 
     @property
     def d_model(self) -> int:
@@ -61,6 +67,11 @@ class MHAParams:
     def d_k(self) -> int:
         """Per-head width d_k = d_v = d_model / h."""
         return self.d_model // self.h
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per key/value head: h / h_kv (1 for plain multi-head attention)."""
+        return self.h // self.h_kv
 
     @property
     def dtype(self) -> np.dtype:
@@ -76,13 +87,18 @@ class MHAParams:
         """W_i^Q: (d_model, d_k), columns i*d_k:(i+1)*d_k of w_q."""
         return self.w_q[:, self._cols(i)]
 
+    def _kv_cols(self, i: int) -> slice:
+        """Columns of w_k, w_v that query head i reads: those of key/value head j = i // group_size."""
+        j = self._cols(i).start // self.d_k // self.group_size  # _cols checks that i is a head index
+        return slice(j * self.d_k, (j + 1) * self.d_k)
+
     def w_k_head(self, i: int) -> np.ndarray:
-        """W_i^K: (d_model, d_k), columns i*d_k:(i+1)*d_k of w_k."""
-        return self.w_k[:, self._cols(i)]
+        """W_i^K: (d_model, d_k), columns j*d_k:(j+1)*d_k of w_k, j = i // group_size (j = i when h_kv = h)."""
+        return self.w_k[:, self._kv_cols(i)]
 
     def w_v_head(self, i: int) -> np.ndarray:
-        """W_i^V: (d_model, d_k), columns i*d_k:(i+1)*d_k of w_v."""
-        return self.w_v[:, self._cols(i)]
+        """W_i^V: (d_model, d_k), columns j*d_k:(j+1)*d_k of w_v, j = i // group_size (j = i when h_kv = h)."""
+        return self.w_v[:, self._kv_cols(i)]
 
     def w_o_head(self, i: int) -> np.ndarray:
         """W_i^O: (d_k, d_model), rows i*d_k:(i+1)*d_k of w_o (the block that reads head i)."""
@@ -93,7 +109,8 @@ class MHAParams:
         if name not in _BIASES[:3]:
             raise ValueError(f"name: expected one of {_BIASES[:3]}, got {name!r}")
         b = getattr(self, name)
-        return None if b is None else b[self._cols(i)]
+        cols = self._cols(i) if name == "b_q" else self._kv_cols(i)
+        return None if b is None else b[cols]
 
     @property
     def has_bias(self) -> bool:
@@ -119,18 +136,31 @@ class MHAParams:
 
 
 def init_params(
-    d_model: int, h: int, *, bias: bool = False, seed: int = 0, dtype: np.dtype | type = np.float64
+    d_model: int,
+    h: int,
+    *,
+    h_kv: int | None = None,
+    bias: bool = False,
+    seed: int = 0,
+    dtype: np.dtype | type = np.float64,
 ) -> MHAParams:
-    """Xavier/Glorot-uniform weights (d_model, d_model), zero biases when bias=True; fixed by seed."""
+    """Xavier/Glorot-uniform weights, zero biases when bias=True; fixed by seed.
+
+    w_k, w_v are (d_model, h_kv*d_k), the others (d_model, d_model); h_kv=None means h (plain multi-head).
+    """
     check_positive_int("d_model", d_model)
-    check_heads(d_model, h)
+    d_k = check_heads(d_model, h)
+    h_kv = h if h_kv is None else check_kv_heads(h, h_kv)
     if not np.issubdtype(dtype, np.floating):
         # An integer dtype would silently truncate every weight in (-1, 1) to 0.
         raise ValueError(f"dtype: expected a floating-point dtype, got {np.dtype(dtype)}")
     rng = np.random.default_rng(seed)
-    # Glorot uniform: U(-a, a) with a = sqrt(6 / (fan_in + fan_out)) keeps activations' variance steady.
-    a = math.sqrt(6.0 / (d_model + d_model))
-    weights = {n: rng.uniform(-a, a, size=(d_model, d_model)).astype(dtype) for n in _WEIGHTS}
+    columns = dict(zip(_WEIGHTS, (d_model, h_kv * d_k, h_kv * d_k, d_model), strict=True))
+    weights = {}
+    for name, cols in columns.items():
+        # Glorot uniform: U(-a, a) with a = sqrt(6 / (fan_in + fan_out)) keeps activations' variance steady.
+        a = math.sqrt(6.0 / (d_model + cols))
+        weights[name] = rng.uniform(-a, a, size=(d_model, cols)).astype(dtype)
     # PyTorch's nn.MultiheadAttention also starts its biases at zero.
-    biases = {n: np.zeros(d_model, dtype=dtype) for n in _BIASES} if bias else {}
-    return MHAParams(h=h, **weights, **biases)
+    biases = {b: np.zeros(c, dtype=dtype) for b, c in zip(_BIASES, columns.values(), strict=True)} if bias else {}
+    return MHAParams(h=h, h_kv=h_kv, **weights, **biases)

@@ -1,5 +1,6 @@
 """mha_lesson.encoder against independent computations: math.erf, explicit loops over rows and positions."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -156,3 +157,36 @@ def test_init_encoder_layer_is_seeded_and_runs():
     x = np.random.default_rng(0).normal(size=(3, 16))
     out, _ = enc.encoder_layer(x, a)
     np.testing.assert_allclose(out.mean(axis=-1), 0.0, atol=1e-12)  # gamma = 1, beta = 0: plain normalisation
+
+
+def test_pre_ln_matches_a_hand_computation():
+    # Pre-LN (GPT-2): x1 = x + MHA(LN1(x)); out = x1 + FFN(LN2(x1)), with loops for LN, MHA and FFN.
+    p = _layer()
+    x = np.random.default_rng(8).normal(size=(2, 5, 8))
+    mask = m.causal_mask(5)
+    y = _layer_norm_loop(x, p.ln1_gamma, p.ln1_beta, p.eps)
+    attn, w_ref = m.multi_head_attention_loop(y, y, y, p.attn, mask)
+    x1 = x + attn
+    ref = x1 + _ffn_loop(_layer_norm_loop(x1, p.ln2_gamma, p.ln2_beta, p.eps), p.ffn)
+    out, weights = enc.encoder_layer(x, p, mask, need_weights=True, norm="pre")
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-11)
+    np.testing.assert_allclose(weights, w_ref, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(enc.encoder_layer(x, p, mask)[0], enc.encoder_layer(x, p, mask, norm="post")[0])
+
+
+def test_pre_ln_keeps_an_identity_path_that_post_ln_normalises():
+    # Sub-layers that output zero: pre-LN passes x through untouched, post-LN normalises it twice.
+    p = _layer()
+    zero_attn = dataclasses.replace(p.attn, w_o=np.zeros((8, 8)), b_o=np.zeros(8))
+    zero_ffn = dataclasses.replace(p.ffn, w_2=np.zeros_like(p.ffn.w_2), b_2=np.zeros(8))
+    q = dataclasses.replace(p, attn=zero_attn, ffn=zero_ffn)
+    x = np.random.default_rng(9).normal(loc=3.0, scale=5.0, size=(4, 8))
+    np.testing.assert_array_equal(enc.encoder_layer(x, q, norm="pre")[0], x)
+    once = _layer_norm_loop(x, p.ln1_gamma, p.ln1_beta, p.eps)
+    np.testing.assert_allclose(enc.encoder_layer(x, q)[0], _layer_norm_loop(once, p.ln2_gamma, p.ln2_beta, p.eps),
+                               rtol=0, atol=1e-12)  # fmt: skip
+
+
+def test_norm_must_be_post_or_pre():
+    with pytest.raises(ValueError, match=r"^norm: expected 'post' or 'pre', got 'mid'"):
+        enc.encoder_layer(np.zeros((2, 8)), _layer(), norm="mid")

@@ -1,0 +1,88 @@
+"""Decoding one token at a time with a KV cache: each new token's K and V are projected once and kept.
+
+Causal self-attention lets token t see tokens 0..t only, so the keys and values of earlier tokens never
+change once computed. Generating token after token, a decoder therefore projects just the new token and
+appends its K and V to a cache; one cache per attention layer. Its memory: cost.kv_cache_bytes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._checks import as_float_array, check_finite
+from .attention import attend
+from .heads import split_heads
+from .multihead import _project
+from .projections import MHAParams
+
+
+class KVCache:
+    """The keys and values of every token seen so far by one attention layer: (..., h_kv, n, d_k) each.
+
+    Made empty with KVCache(); decode_step appends to it. The arrays grow by doubling, so appending
+    a token copies the cache only now and then (amortised: a constant per token), like a Python list.
+    """
+
+    def __init__(self) -> None:
+        self._k: np.ndarray | None = None  # (..., h_kv, capacity, d_k); the first n slots are used
+        self._v: np.ndarray | None = None
+        self.n = 0
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def keys(self) -> np.ndarray | None:
+        """(..., h_kv, n, d_k) keys of the tokens so far (a view), or None when empty."""
+        return None if self._k is None else self._k[..., : self.n, :]
+
+    @property
+    def values(self) -> np.ndarray | None:
+        """(..., h_kv, n, d_k) values of the tokens so far (a view), or None when empty."""
+        return None if self._v is None else self._v[..., : self.n, :]
+
+    def append(self, k_t: np.ndarray, v_t: np.ndarray) -> None:
+        """Add one token's key and value, each (..., h_kv, d_k)."""
+        if self._k is None:
+            self._k, self._v = (np.empty((*a.shape[:-1], 16, a.shape[-1]), a.dtype) for a in (k_t, v_t))
+        elif k_t.shape != self._k.shape[:-2] + self._k.shape[-1:]:
+            expected = self._k.shape[:-2] + self._k.shape[-1:]
+            raise ValueError(f"k_t: expected shape {expected} (..., h_kv, d_k) like the cached keys, got {k_t.shape}")
+        if self.n == self._k.shape[-2]:  # full: double the capacity
+            self._k, self._v = (np.concatenate([a, np.empty_like(a)], axis=-2) for a in (self._k, self._v))
+        self._k[..., self.n, :] = k_t
+        self._v[..., self.n, :] = v_t
+        self.n += 1
+
+
+def decode_step(x_t: np.ndarray, params: MHAParams, cache: KVCache) -> np.ndarray:
+    """One new token x_t (d_model,) or (batch, d_model) -> its attention output, same shape; appends to cache.
+
+    Only x_t is projected: its query attends over the cached keys and values of every earlier token and
+    its own. Feeding a sequence token by token gives causal multi_head_attention's output row by row.
+    """
+    if not isinstance(params, MHAParams):
+        raise ValueError(f"params: expected an MHAParams, got {type(params).__name__}")
+    if not isinstance(cache, KVCache):
+        raise ValueError(f"cache: expected a KVCache, got {type(cache).__name__}")
+    x_t = as_float_array("x_t", x_t)
+    if x_t.ndim > 2 or x_t.shape[-1] != params.d_model:
+        raise ValueError(f"x_t: expected shape (d_model={params.d_model},) or (batch, d_model), got {x_t.shape}")
+    check_finite("x_t", x_t)
+    if len(cache) and cache.keys.shape[:-3] != x_t.shape[:-1]:
+        raise ValueError(f"x_t: expected batch shape {cache.keys.shape[:-3]} like the cached tokens, got {x_t.shape}")
+    h, h_kv, d_k = params.h, params.h_kv, params.d_k
+    row = x_t[..., None, :]  # (..., 1, d_model): the new token as a one-row sequence
+    q_t = _project(row, params.w_q, params.b_q) * (1.0 / math.sqrt(d_k))  # (..., 1, d_model)
+    k_t = split_heads(_project(row, params.w_k, params.b_k), h_kv)[..., 0, :]  # (..., h_kv, d_k)
+    v_t = split_heads(_project(row, params.w_v, params.b_v), h_kv)[..., 0, :]  # (..., h_kv, d_k)
+    cache.append(k_t, v_t)
+    # Query head i reads key/value head i // group_size: group the query heads by their key/value head,
+    # so each group's queries are the rows of one (group_size, d_k) matrix against that head's cache.
+    q_groups = q_t.reshape(*x_t.shape[:-1], h_kv, params.group_size, d_k)  # (..., h_kv, group_size, d_k)
+    heads, _ = attend(q_groups, cache.keys, cache.values, None, need_weights=False)  # (..., h_kv, group_size, d_k)
+    # Head i sits in group i // group_size, row i % group_size: in memory order, heads 0, 1, ..., h-1.
+    concat = heads.reshape(*x_t.shape[:-1], h * d_k)  # (..., d_model)
+    return _project(concat, params.w_o, params.b_o)  # (..., d_model)

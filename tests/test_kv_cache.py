@@ -1,0 +1,100 @@
+"""Decoding with a KV cache against causal multi-head attention over the whole sequence, and the cache's size."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import mha_lesson as m
+from mha_lesson.cost import kv_cache_bytes
+from mha_lesson.kv_cache import KVCache, decode_step
+
+
+def random_params(d_model, h, h_kv, seed):
+    """init_params with random non-zero biases, so that every bias is exercised."""
+    p = m.init_params(d_model, h, h_kv=h_kv, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    # Bias b_x has one entry per column of w_x: h_kv * d_k for b_k and b_v, d_model for b_q and b_o.
+    biases = {"b" + w[1:]: rng.normal(size=getattr(p, w).shape[1]) for w in ("w_q", "w_k", "w_v", "w_o")}
+    return dataclasses.replace(p, **biases)
+
+
+def decode_all(x, p):
+    """Feed x (..., n, d_model) one token at a time; stack the outputs to (..., n, d_model)."""
+    cache = KVCache()
+    return np.stack([decode_step(x[..., t, :], p, cache) for t in range(x.shape[-2])], axis=-2), cache
+
+
+@given(
+    hk=st.sampled_from([(1, 1), (2, 1), (2, 2), (4, 1), (4, 2), (4, 4), (6, 3)]),
+    d_k=st.integers(1, 3),
+    n=st.integers(1, 40),  # past 16 tokens the cache doubles its arrays at least once
+    batch=st.sampled_from([(), (3,)]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_token_by_token_equals_causal_multi_head_attention(hk, d_k, n, batch, seed):
+    h, h_kv = hk
+    p = random_params(h * d_k, h, h_kv, seed)
+    x = np.random.default_rng(seed).normal(size=(*batch, n, h * d_k))
+    ref, _ = m.multi_head_attention(x, x, x, p, m.causal_mask(n))
+    got, cache = decode_all(x, p)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+    assert len(cache) == n and cache.keys.shape == (*batch, h_kv, n, d_k)
+
+
+def test_the_cache_holds_the_projected_keys_and_values_of_every_token():
+    p = random_params(8, 4, 2, seed=0)
+    x = np.random.default_rng(1).normal(size=(2, 20, 8))
+    _, cache = decode_all(x, p)
+    K, V = x @ p.w_k + p.b_k, x @ p.w_v + p.b_v  # (2, 20, h_kv * d_k)
+    np.testing.assert_allclose(cache.keys, m.split_heads(K, 2), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(cache.values, m.split_heads(V, 2), rtol=0, atol=1e-15)
+    assert KVCache().keys is None and len(KVCache()) == 0
+
+
+def test_the_first_token_attends_only_to_itself():
+    # One key: weight 1, so the output is x W^V W^O (+ biases) whatever the query.
+    p = random_params(6, 3, 1, seed=2)
+    x = np.random.default_rng(3).normal(size=6)
+    v = x @ p.w_v + p.b_v  # (d_k,), shared by all three heads
+    np.testing.assert_allclose(decode_step(x, p, KVCache()), np.tile(v, 3) @ p.w_o + p.b_o, rtol=0, atol=1e-14)
+
+
+def test_kv_cache_bytes_of_a_7b_class_model_is_2_gib():
+    # 32 layers, d_model 4096, 32 heads (d_k 128), 4,096 tokens, float16: 2 * 32 * 4096 * 32 * 128 * 2 bytes.
+    assert kv_cache_bytes(32, 4096, 32, 128, np.float16) == 2 * 2**30
+    assert kv_cache_bytes(32, 4096, 8, 128, np.float16, batch=4) == 2 * 2**30  # 4 times fewer kv heads, batch 4
+
+
+def test_kv_cache_bytes_is_the_size_of_the_cached_arrays():
+    p = random_params(12, 6, 2, seed=4)
+    _, cache = decode_all(np.zeros((3, 7, 12)), p)
+    assert kv_cache_bytes(1, 7, 2, 2, np.float64, batch=3) == cache.keys.nbytes + cache.values.nbytes
+
+
+BAD = {
+    "x_t wrong width": ("x_t", lambda p, c: decode_step(np.zeros(5), p, c)),
+    "x_t 3-D": ("x_t", lambda p, c: decode_step(np.zeros((1, 1, 8)), p, c)),
+    "x_t NaN": ("x_t", lambda p, c: decode_step(np.full(8, np.nan), p, c)),
+    "params": ("params", lambda p, c: decode_step(np.zeros(8), p.arrays(), c)),
+    "cache": ("cache", lambda p, c: decode_step(np.zeros(8), p, [])),
+    "kv_cache_bytes layers": ("layers", lambda p, c: kv_cache_bytes(0, 4, 1, 2, np.float16)),
+    "kv_cache_bytes h_kv": ("h_kv", lambda p, c: kv_cache_bytes(1, 4, 1.5, 2, np.float16)),
+}
+
+
+@pytest.mark.parametrize("name, call", BAD.values(), ids=BAD.keys())
+def test_bad_input_names_the_argument(name, call):
+    with pytest.raises(ValueError, match=rf"^{name}: expected .*got"):
+        call(m.init_params(8, 4, h_kv=2), KVCache())
+
+
+def test_a_token_of_another_batch_shape_is_refused():
+    p, cache = m.init_params(8, 4, h_kv=2), KVCache()
+    decode_step(np.zeros((2, 8)), p, cache)
+    with pytest.raises(ValueError, match=r"^x_t: expected batch shape \(2,\) like the cached tokens, got"):
+        decode_step(np.zeros(8), p, cache)
+    with pytest.raises(ValueError, match=r"^k_t: expected shape \(2, 2, 2\)"):
+        decode_step(np.zeros((2, 8)), m.init_params(8, 4, h_kv=4), cache)  # other params: other kv heads
