@@ -19,8 +19,19 @@ $(STAMP): pyproject.toml
 # JupyterLab refuses to run as root unless told to (containers, some cloud machines).
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-lab: $(STAMP)
-	cd notebooks && ../$(BIN)/jupyter lab $(ALLOW_ROOT) $(FIRST_LESSON)
+# JupyterLab settings for this environment only (a learner's own settings still win): no "get notified about
+# official Jupyter news?" pop-up over the first lesson, and no news or update requests to the internet.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.d/mha-lesson.json5
+
+$(LAB_SETTINGS): jupyter/overrides.json5 | $(STAMP)
+	@mkdir -p $(@D)
+	cp $< $@
+
+# default_url is the page of every URL the server prints and of the browser it opens itself, so a URL pasted
+# into a browser on another machine lands on the first lesson too (a notebook named on the command line
+# would reach only the browser JupyterLab opens).
+lab: $(STAMP) $(LAB_SETTINGS)
+	cd notebooks && ../$(BIN)/jupyter lab $(ALLOW_ROOT) --LabApp.default_url=/lab/tree/$(FIRST_LESSON)
 
 test: $(STAMP)
 	$(BIN)/ruff check .

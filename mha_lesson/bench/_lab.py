@@ -448,8 +448,6 @@ def free_port() -> int:
 @contextlib.contextmanager
 def lab_server(notebooks: Path, workdir: Path) -> Iterator[LabServer]:
     """Serve a copy of `notebooks` from `workdir`; stop the server and every kernel on exit, even on error."""
-    import psutil
-
     # The lessons run from a copy (a learner's checkpoints and caches must not change the run, and the run must
     # not write into the checkout), placed among links to its siblings so that paths like ../tests/ resolve
     # as they do for a learner who starts `jupyter lab` in notebooks/.
@@ -503,21 +501,30 @@ def lab_server(notebooks: Path, workdir: Path) -> Iterator[LabServer]:
     finally:
         with contextlib.suppress(Exception):
             server.shutdown_kernels()
-        # Kernels run in sessions of their own: note their pids before the server goes, then end leftovers.
-        children = []
-        with contextlib.suppress(psutil.Error):
-            children = psutil.Process(process.pid).children(recursive=True)
+        stop_process_group(process)
+
+
+def stop_process_group(process: subprocess.Popen) -> None:
+    """End `process` (started with start_new_session=True), its process group and every process it started."""
+    import psutil
+
+    # Kernels run in sessions of their own: note their pids before the server goes, then end leftovers.
+    children = []
+    with contextlib.suppress(psutil.Error):
+        children = psutil.Process(process.pid).children(recursive=True)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        for child in children:
-            with contextlib.suppress(psutil.Error):
-                child.kill()
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    # A parent that exits at once (make) must not cut short the server's own shutdown of its kernels.
+    _, alive = psutil.wait_procs(children, timeout=10)
+    for child in alive:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
 
 
 @contextlib.contextmanager
