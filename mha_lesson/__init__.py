@@ -17,6 +17,7 @@ from .attention import (
     softmax,
 )
 from .display import show_source
+from .gradients import multi_head_attention_grads
 from .heads import merge_heads, split_heads
 from .multihead import multi_head_attention, multi_head_attention_loop
 from .projections import MHAParams, init_params
@@ -32,6 +33,7 @@ __all__ = [
     "kv_cache",
     "merge_heads",
     "multi_head_attention",
+    "multi_head_attention_grads",
     "multi_head_attention_loop",
     "padding_mask",
     "receptive_field",
