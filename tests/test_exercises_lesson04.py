@@ -24,14 +24,14 @@ def test_next_token_shift():
         assert not result and result.message
 
 
-def test_causal_coref():
+def test_causal_duplicate():
     # the right answer is what the weights say, computed independently here
-    best = int(np.argmax(toy.toy_weights(causal=True)[1][ex.COREF_QUERY]))
+    best = int(np.argmax(toy.toy_weights(causal=True)[1][ex.DUPLICATE_QUERY]))
     assert best == 0
-    assert ex.check_causal_coref(best)
-    assert ex.check_causal_coref(np.int64(best))
+    assert ex.check_causal_duplicate(best)
+    assert ex.check_causal_duplicate(np.int64(best))
     for wrong in (None, 3, 6, 9, 1, 2.5, "0"):
-        result = ex.check_causal_coref(wrong)
+        result = ex.check_causal_duplicate(wrong)
         assert not result and result.message
 
 
@@ -46,9 +46,9 @@ VARIANCE, POSITION = "the variance of q·k", "a key position, an integer from 0 
         (ex.check_score_variance, [384], f"Expected a number ({VARIANCE}), got list."),
         (ex.check_score_variance, True, f"Expected a number ({VARIANCE}), got bool."),
         (ex.check_score_variance, float("nan"), f"Expected a finite number ({VARIANCE}), got nan."),
-        (ex.check_causal_coref, None, f"Replace None with {POSITION}."),
-        (ex.check_causal_coref, "0", f"Expected a number ({POSITION}), got str."),
-        (ex.check_causal_coref, 2.5, f"Expected a whole number ({POSITION}), got 2.5."),
+        (ex.check_causal_duplicate, None, f"Replace None with {POSITION}."),
+        (ex.check_causal_duplicate, "0", f"Expected a number ({POSITION}), got str."),
+        (ex.check_causal_duplicate, 2.5, f"Expected a whole number ({POSITION}), got 2.5."),
     ],
 )
 def test_bad_input_says_what_was_expected_and_what_arrived(check, answer, message):
@@ -56,14 +56,14 @@ def test_bad_input_says_what_was_expected_and_what_arrived(check, answer, messag
 
 
 @pytest.mark.parametrize("answer", [0, 0.0, np.int64(0), np.float32(0)])
-def test_causal_coref_accepts_any_whole_number(answer):
-    assert ex.check_causal_coref(answer).correct
+def test_causal_duplicate_accepts_any_whole_number(answer):
+    assert ex.check_causal_duplicate(answer).correct
 
 
 def test_score_variance_accepts_numpy_numbers():
     assert ex.check_score_variance(np.float32(384)).correct and ex.check_score_variance(np.int64(384)).correct
 
 
-@pytest.mark.parametrize("check", [ex.check_score_variance, ex.check_next_token_shift, ex.check_causal_coref])
+@pytest.mark.parametrize("check", [ex.check_score_variance, ex.check_next_token_shift, ex.check_causal_duplicate])
 def test_none_gets_a_friendly_hint(check):
     assert "Replace None" in check(None).message

@@ -1,5 +1,6 @@
 """Lesson 7's exercise checks: right answers (the notebook's solutions) pass, typical slips get specific hints."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -53,22 +54,44 @@ def test_causal_weight():
     assert not ex.check_causal_weight(0.5)
 
 
-def test_shapes():
-    assert ex.check_shapes((10, 10), (10, 8))
-    assert ex.check_shapes([10, 10], [10, 8])
-    assert ex.check_shapes(None, None) == Feedback(
-        False, "Replace None with the shape of one head's scores, a tuple like (2, 3)."
+def _loop_trace(params):
+    x, _ = worked_example()
+    return mha.multi_head_attention_loop(x, x, x, params, return_trace=True)[2]
+
+
+def test_changed_stages_by_an_explicit_comparison_of_the_traces():
+    """Doubling head 1's W^K columns moves K and everything of head 1 downstream, nothing of head 0, not Q or V."""
+    _, params = worked_example()
+    w_k = params.w_k.copy()
+    w_k[:, 4:8] *= 2
+    before, after = _loop_trace(params), _loop_trace(dataclasses.replace(params, w_k=w_k))
+
+    def moved(a, b):
+        return not np.allclose(a, b, rtol=0, atol=1e-12)
+
+    assert not moved(before["weights"][0], after["weights"][0]) and moved(before["weights"][1], after["weights"][1])
+    assert not moved(before["Q_i"][1], after["Q_i"][1]) and not moved(before["V_i"][1], after["V_i"][1])
+    assert moved(before["K_i"][1], after["K_i"][1]) and moved(before["output"], after["output"])
+    assert np.allclose(after["scores"][1], 2 * before["scores"][1])  # doubled keys double every score
+    assert ex.changed_stages() == {"K", "scores 1", "weights 1", "head_1", "concat", "output"}
+
+
+def test_changed_stages_check():
+    right_answer = {"K", "scores 1", "weights 1", "head_1", "concat", "output"}
+    assert ex.check_changed_stages(right_answer)
+    assert ex.check_changed_stages([s.upper() for s in right_answer])  # case does not matter
+    for answer, hint in [
+        (right_answer | {"Q"}, "W^Q and W^V"),
+        (right_answer - {"K"}, "which of Q, K, V"),
+        (right_answer | {"weights 0"}, "Head 0 reads only its own columns"),
+        (right_answer - {"weights 1"}, "softmax of doubled scores"),
+        (right_answer - {"output"}, "W^O mixes"),
+        (right_answer - {"concat", "output"}, "W^O mixes"),
+    ]:
+        feedback = ex.check_changed_stages(answer)
+        assert not feedback.correct and hint in feedback.message, (answer, feedback.message)
+    assert ex.check_changed_stages(None) == Feedback(
+        False, 'Replace None with a set of stage names, e.g. {"Q", "scores 0"}.'
     )
-    assert ex.check_shapes((10, 10), None) == Feedback(
-        False, "Replace None with the shape of the concatenation, a tuple like (2, 3)."
-    )
-    assert ex.check_shapes(10, (10, 8)) == Feedback(
-        False, "Expected the shape of one head's scores, a tuple like (2, 3), got int."
-    )
-    assert ex.check_shapes((10, 10), (10.0, 8.0)) == Feedback(
-        False, "Expected the shape of the concatenation, a tuple like (2, 3), whole numbers only; got (10.0, 8.0)."
-    )
-    assert "Q_i or head_i" in ex.check_shapes((10, 4), (10, 8)).message
-    assert "one head's output" in ex.check_shapes((10, 10), (10, 4)).message
-    assert not ex.check_shapes((4, 4), (10, 8))
-    assert not ex.check_shapes((10, 10), (8, 10))
+    assert "got ['scores 2']" in ex.check_changed_stages({"scores 2"}).message
+    assert "got int" in ex.check_changed_stages(3).message

@@ -1,13 +1,12 @@
 """Lesson 8's exercise checks: right answers pass, common wrong ones get a specific hint, None is friendly."""
 
-import numpy as np
 import pytest
 
 from mha_lesson.exercises import lesson08 as ex
 
 
-@pytest.mark.parametrize("check", [ex.check_param_count, ex.check_crossover, ex.check_memory_bytes])
-def test_none_and_non_numbers_get_a_friendly_message(check):
+def test_none_and_non_numbers_get_a_friendly_message():
+    check = ex.check_param_count
     assert not check(None) and "Replace None" in check(None).message
     assert not check("12") and "number" in check("12").message
     assert not check(float("nan"))
@@ -24,20 +23,50 @@ def test_param_count():
     assert not ex.check_param_count(123)
 
 
-def test_crossover():
-    exact = 8 * 2048**2 / (4 * 2048 + 5 * 16)  # 33,554,432 / 8,272 = 4056.4
-    assert round(exact) == 4056
-    for answer in (4056, 4057, exact, round(exact)):
-        assert ex.check_crossover(answer), answer
-    assert "softmax" in ex.check_crossover(4096).message
-    assert "solve" in ex.check_crossover(2048).message
-    assert "solve" in ex.check_crossover(1000).message and not ex.check_crossover(1000)
+RIGHT_CHANGES = {"h": "about the same", "d_model": "about double", "ffn": "about triple"}
 
 
-def test_memory_bytes():
-    assert ex.check_memory_bytes(16 * 4096**2 * 2)
-    assert "float32" in ex.check_memory_bytes(16 * 4096**2 * 4).message
-    assert "one head" in ex.check_memory_bytes(4096**2 * 2).message
-    assert "bytes" in ex.check_memory_bytes(16 * 4096**2).message
-    assert "n × n" in ex.check_memory_bytes(16 * 4096 * 2).message
-    assert not ex.check_memory_bytes(np.int64(7))
+def test_crossover_factors_against_the_closed_form():
+    """n* = 8d²/(4d + 5h) for the sub-layer; the FFN's 16·n·d² makes it 24d²/(4d + 5h)."""
+
+    def n_star(d, h, ffn=False):
+        return (24 if ffn else 8) * d * d / (4 * d + 5 * h)
+
+    base = n_star(512, 8)
+    factors = ex.crossover_factors()
+    assert factors["h"] == pytest.approx(n_star(512, 16) / base) and 0.97 < factors["h"] < 1
+    assert factors["d_model"] == pytest.approx(n_star(1024, 8) / base) and 2 < factors["d_model"] < 2.05
+    assert factors["ffn"] == pytest.approx(3.0)
+
+
+def test_crossover_changes_check():
+    assert ex.check_crossover_changes(RIGHT_CHANGES)
+    assert ex.check_crossover_changes({"H": "About the same", "D_MODEL": "about double", "FFN": "about triple"})
+    for key, value, hint in [
+        ("h", "about half", "5·h·n²"),
+        ("h", "about double", "5·h·n²"),
+        ("d_model", "about the same", "grows like d²"),
+        ("ffn", "about double", "each token alone"),
+        ("ffn", "about the same", "each token alone"),
+    ]:
+        feedback = ex.check_crossover_changes(RIGHT_CHANGES | {key: value})
+        assert not feedback.correct and hint in feedback.message and f"'{key}'" in feedback.message
+    assert "Replace None" in ex.check_crossover_changes(None).message
+    assert "missing ['ffn']" in ex.check_crossover_changes({"h": "about the same", "d_model": "about double"}).message
+    assert "got ['triple']" in ex.check_crossover_changes(RIGHT_CHANGES | {"ffn": "triple"}).message
+
+
+def test_memory_fixes_measured_against_h_n2_bytes():
+    n, h = 16_384, 16
+    assert ex.weight_bytes() == h * n * n * 4 > 16e9
+    assert ex.weight_bytes("a") == 8 * n * n * 4 == ex.weight_bytes("c") <= 16e9  # half the heads, half the bytes
+    assert ex.weight_bytes("b") == ex.weight_bytes("d") == ex.weight_bytes()  # d_model and d_k do not enter
+
+
+def test_memory_fixes_check():
+    assert ex.check_memory_fixes({"a", "c"}) and ex.check_memory_fixes("ac") and ex.check_memory_fixes(["C", "A"])
+    assert "d_model or d_k" in ex.check_memory_fixes({"a", "b", "c"}).message
+    assert "d_model or d_k" in ex.check_memory_fixes({"d"}).message
+    assert "missing" in ex.check_memory_fixes({"a"}).message
+    assert "Replace None" in ex.check_memory_fixes(None).message
+    assert "got ['e']" in ex.check_memory_fixes({"e"}).message

@@ -88,6 +88,19 @@ def test_page_shows_the_explorer_png_offline_with_local_or_no_mathjax(mathjax):
     assert ex.WIDGET_VIEW not in page
 
 
+def test_a_figure_with_twice_the_pixels_keeps_its_css_size_on_the_page():
+    """Explorers and retina figures send 2x PNGs with their CSS size beside them: the page must show that size."""
+    explorer = _widget_output(**{"image/png": PNG})
+    explorer["metadata"] = {"image/png": {"width": 888, "height": 260}}
+    figure = {"output_type": "display_data", "data": {"image/png": PNG}, "metadata": {"image/png": {"width": 444}}}
+    nb = _notebook(explorer, figure)
+    assert ex.static_outputs(nb) == []
+    images = re.findall(r"<img\b[^>]*>", ex.convert(nb, "t", ex.exporter(None)))
+    assert len(images) == 2
+    assert 'width="888"' in images[0] and 'height="260"' in images[0]
+    assert 'width="444"' in images[1]
+
+
 def test_figures_lists_every_png_output_without_line_breaks():
     nb = _notebook({"output_type": "display_data", "data": {"image/png": PNG[:20] + "\n" + PNG[20:]}, "metadata": {}})
     assert ex.figures(nb) == [PNG]

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from PIL import Image
 
 import mha_lesson as mha
@@ -162,13 +163,21 @@ def test_labels_of_points_that_nearly_coincide_do_not_cover_each_other(dpi):
     set_token_plane(ax, artists, q2, q2 + 0.01)  # and their keys right next to them
     canvas.draw()
     labels = artists[2] + artists[3]
-    boxes = [t.get_window_extent(canvas.get_renderer()) for t in labels]  # as rendered, in pixels
+    # The text's own box, as rendered, in pixels (an Annotation's box would include its leader line)
+    boxes = [Text.get_window_extent(t, canvas.get_renderer()) for t in labels]
     pairs = itertools.combinations(range(len(labels)), 2)
     covered = [(labels[i].get_text(), labels[j].get_text()) for i, j in pairs if boxes[i].overlaps(boxes[j])]
     assert not covered
     for label, box in zip(labels, boxes, strict=True):  # each label stays within a few lines of its marker
         x, y = ax.transData.transform(label.xy)
         assert abs(box.y0 - y) < 60 * dpi / 72 and 0 <= box.x0 - x < 10 * dpi / 72
+        # a label pushed away from its marker has a leader line to it; one next to its marker has none
+        pushed = abs(label.xyann[1]) > 2
+        assert label.arrow_patch.get_visible() == pushed, label.get_text()
+        if pushed:
+            ends = label.arrow_patch.get_path().vertices  # display pixels, from the label towards the marker
+            assert np.hypot(*(ends[-1] - (x, y))) < 6 * dpi / 72  # ends at the marker (less the shrink)
+    assert any(label.arrow_patch.get_visible() for label in labels)  # three queries on one spot: some pushed
 
 
 # ---------------------------------------------------------------------------------------------- projection_view
@@ -271,3 +280,39 @@ def test_the_blitted_picture_matches_a_full_redraw():
         rows, cols = slice(int(height - y1) + 3, int(height - y0) - 3), slice(int(x0) + 3, int(x1) - 3)
         inside = np.abs(blit[rows, cols] - full[rows, cols]).max(axis=-1) > 40
         assert inside.mean() < 0.001, f"box at {x0:.0f},{y0:.0f} differs in {inside.mean():.2%} of its pixels"
+
+
+def test_tied_projections_each_read_d_k_directions_but_not_the_same_ones():
+    """Lesson 3: with shared W's, queries, keys and values each see only d_k directions of the features, and the
+    three sets of directions differ (together up to 3·d_k)."""
+    params = mha.init_params(16, 4, seed=0)
+    tied = tied_heads(params)
+    assert [np.linalg.matrix_rank(getattr(tied, w)) for w in ("w_q", "w_k", "w_v")] == [4, 4, 4]
+    assert np.linalg.matrix_rank(np.hstack([tied.w_q, tied.w_k, tied.w_v])) == 12
+    # A change of the input that W^Q cannot see (orthogonal to its d_k column directions) still moves the keys.
+    basis = np.linalg.svd(tied.w_q_head(0))[0]  # (16, 16): first d_k columns span what the queries read
+    z = basis[:, -1]  # orthogonal to every column of W_0^Q
+    x = random_token_embeddings(EXAMPLE_TOKENS, 16, seed=0)
+    np.testing.assert_allclose((x + z) @ tied.w_q, x @ tied.w_q, atol=1e-12)
+    assert np.abs((x + z) @ tied.w_k - x @ tied.w_k).max() > 1e-3
+
+
+def test_glorot_uniform_gives_weights_of_variance_one_over_d_model_and_unit_variance_queries():
+    """The lesson's numbers: bound a = sqrt(6 / (2 d_model)), Var(w) = a²/3 = 1/d_model, Var(x W) ≈ 1."""
+    for d in (16, 256):
+        w_q = mha.init_params(d, 4, seed=0).w_q
+        a = np.sqrt(6 / (2 * d))
+        assert np.abs(w_q).max() <= a and np.abs(w_q).max() > 0.98 * a
+        assert w_q.var() == pytest.approx(1 / d, rel=0.15 if d == 16 else 0.03)
+    x = np.random.default_rng(1).normal(size=(20_000, 256))
+    assert (x @ mha.init_params(256, 4, seed=0).w_q).var() == pytest.approx(1.0, rel=0.05)
+
+
+def test_sharing_only_keys_and_values_keeps_the_heads_apart():
+    """Multi-query attention (h_kv = 1): one W^K, W^V block for all heads, own W^Q blocks, different maps."""
+    mqa = mha.init_params(16, 4, h_kv=1, seed=0)
+    assert mqa.w_k.shape == mqa.w_v.shape == (16, 4)
+    assert all(np.array_equal(mqa.w_k_head(i), mqa.w_k_head(0)) for i in range(4))
+    x = random_token_embeddings(EXAMPLE_TOKENS, 16, seed=0, scale=EMBEDDING_SCALE)
+    _, w = mha.multi_head_attention(x, x, x, mqa)
+    assert np.abs(w - w[0]).max() > 0.5  # the lesson prints 0.98

@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 import mha_lesson as mha
 from mha_lesson.demos import toy
 from mha_lesson.widgets import divisors
-from mha_lesson.widgets.attention_maps import MAX_HEADS, MAX_N, attention_map_explorer, attention_maps
+from mha_lesson.widgets.attention_maps import (
+    DECADES,
+    MAX_HEADS,
+    MAX_N,
+    attention_map_explorer,
+    attention_maps,
+    shown_maps,
+)
 
 
 def test_toy_source_gives_the_toy_weights_and_labels():
@@ -117,3 +124,62 @@ def test_blitted_moves_show_the_same_picture_as_a_full_redraw(moves):
     e.set(**moves)
     e.set(source="random", seed=4)  # a second move, often drawn over a cached background
     assert e.image.value == fresh_png(e)
+
+
+def test_a_causal_mask_gives_the_masked_keys_zero_and_the_allowed_ones_the_whole_row():
+    """Lesson 4, section 5: the broad head's query 2 spreads 1/11 over all keys, 1/3 over keys 0-2 under the mask."""
+    x, params = toy.toy_embeddings(), toy.toy_params()
+    _, _, trace = mha.multi_head_attention_loop(x, x, x, params, return_trace=True)
+    row = trace["scaled_scores"][3][2]
+    n = len(toy.TOKENS)
+    np.testing.assert_allclose(mha.softmax(row), np.full(n, 1 / n))
+    masked = mha.softmax(np.where(mha.causal_mask(n)[2], row, -np.inf))
+    np.testing.assert_allclose(masked, [1 / 3] * 3 + [0.0] * (n - 3))
+    _, w = mha.scaled_dot_product_attention(trace["Q_i"][3], trace["K_i"][3], trace["V_i"][3], mha.causal_mask(n))
+    np.testing.assert_allclose(w[2], masked)
+
+
+# ------------------------------------------------------------------------------------- colour scale per panel
+def test_per_panel_scale_is_log_from_each_maps_own_largest_weight():
+    data = attention_maps(n=40, seed=3, causal=True)  # masked keys: zero weights
+    shown, titles = shown_maps(data, "panel")
+    for w, s in zip(data["weights"], shown, strict=True):
+        top = w.max()
+        inside = w >= top / 10**DECADES
+        np.testing.assert_allclose(s[inside], 1 + np.log10(w[inside] / top) / DECADES)  # max -> 1, max/1000 -> 0
+        assert np.all(s[~inside] == 0) and np.all(s[w == 0] == 0)  # smaller weights and masked keys at the bottom
+    assert titles == data["titles"]
+    same, plain = shown_maps(data, "shared")
+    assert same is data["weights"] and plain == data["titles"]
+    with pytest.raises(ValueError, match="^scale: expected"):
+        shown_maps(data, "log")
+
+
+def test_at_n_256_the_shared_scale_is_near_black_and_the_panel_scale_is_not():
+    """Lesson 4: long rows spread their weight (about 1/n each), which a 0-1 scale shows as the darkest colour."""
+    e = attention_map_explorer()
+    e.set(n=MAX_N)
+    dark = np.ma.median(e.images[0].get_array())
+    e.set(scale="panel")
+    assert dark < 0.01 and np.ma.median(e.images[0].get_array()) > 0.2  # a fifth of the colour range, at least
+    assert e.data["scale"] == "panel" and "log scale per panel" in e.grids[e.layout_key]["suptitle"].get_text()
+    colorbar = e.images[0].colorbar
+    assert colorbar.ax.get_ylabel() == "weight ÷ panel max, log scale"
+    assert [t.get_text() for t in colorbar.ax.get_yticklabels()] == ["≤0.001", "0.01", "0.1", "1"]
+    peaks = ", ".join(f"{p:.2g}" for p in e.data["weights"].max(axis=(-2, -1)))
+    assert "log scale per panel" in e.text.value and f"Largest weight of each panel: {peaks}." in e.text.value
+    assert e.controls["scale"].description == "colours"  # labelled, next to the other controls
+    e.set(scale="shared")
+    np.testing.assert_array_equal(e.images[0].get_array(), e.data["weights"][0])
+    assert colorbar.ax.get_ylabel() == "weight (row sums to 1)"
+    assert [t.get_text() for t in colorbar.ax.get_yticklabels()] == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
+
+
+def test_the_grid_keeps_a_cell_wide_figure_and_adds_rows_for_more_heads():
+    e = attention_map_explorer()
+    for h, rows in ((4, 1), (8, 2), (16, 4)):
+        e.set(h=h)
+        panels = {(round(im.axes.get_position().y0, 3)) for im in e.images}
+        assert len(panels) == rows and e.css_size()[0] <= 950, (h, e.css_size())
+    e.set(source="toy sentence")
+    assert e.css_size()[0] <= 950

@@ -1,5 +1,7 @@
 """Lesson 5: the concatenation's shape, that it can be undone and a sum cannot, and that summing lets heads cancel."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -99,3 +101,20 @@ def test_bar_plots_draw_the_given_values():
     heights = [p.get_height() for p in ax2.patches]
     assert heights == [0.0, 0.0, 0.0, 0.5, 0.6, 0.7]
     assert ax2.get_title() and ax2.get_ylabel() and ax2.get_xlabel()
+
+
+def test_per_head_maps_keep_what_the_raw_sum_cancels():
+    """Lesson 5: Concat·W^O = Σ head_i W^O_i is a sum too, but of per-head maps; the cancelling pair survives it,
+    unless W^O chooses W^O_1 = W^O_0."""
+    pc = toy.cancelling_pair(d_model=8, seed=0)
+    x = np.random.default_rng(1).normal(size=(5, 8))
+    out, _, trace = mha.multi_head_attention_loop(x, x, x, pc, return_trace=True)
+    h0, h1 = trace["head_i"]
+    assert np.abs(h0 + h1).max() == 0.0
+    mapped = h0 @ pc.w_o_head(0) + h1 @ pc.w_o_head(1)
+    np.testing.assert_allclose(mapped, out, atol=1e-12)
+    assert np.linalg.norm(mapped) > 1.0
+    w_o = pc.w_o.copy()
+    w_o[4:] = w_o[:4]  # W^O_1 = W^O_0: the learned map itself adds the two heads
+    same = mha.multi_head_attention(x, x, x, dataclasses.replace(pc, w_o=w_o))[0]
+    assert np.abs(same).max() < 1e-12

@@ -154,3 +154,17 @@ def test_blitted_moves_show_the_same_picture_as_a_full_redraw():
         blitted = e.image.value
         e.invalidate_background()
         assert blitted == e.render_png(), name
+
+
+def test_the_bars_name_the_toy_heads_and_number_random_ones():
+    e = ablation_explorer()
+    labels = [t.get_text() for t in e.ax_bars.get_xticklabels()]
+    assert labels == [f"{i}\n{name.replace(' ', chr(10))}" for i, name in enumerate(toy.HEAD_NAMES)]
+    assert list(e.controls["off"].tooltips) == ["every head on", *toy.HEAD_NAMES]  # the buttons say it on hover
+    e.set(source="random", h=4)  # the same number of bars, so only the labels tell the sources apart
+    assert [t.get_text() for t in e.ax_bars.get_xticklabels()] == ["0", "1", "2", "3"]
+    e.set(h=16)
+    shown = [t.get_text() for t in e.ax_bars.get_xticklabels()]
+    assert shown == [str(i) if i % 2 == 0 else "" for i in range(16)]  # every other number: they would touch
+    e.set(source="toy sentence")
+    assert [t.get_text() for t in e.ax_bars.get_xticklabels()] == labels

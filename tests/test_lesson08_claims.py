@@ -68,6 +68,42 @@ def test_crossover_lands_near_two_d_model_not_d_model():
     assert round(100 * linear_share) == 66  # "at n = d_model the n parts still do 66% of the work"
 
 
+def test_ffn_flops_counted_from_a_real_encoder_layers_arrays():
+    """Two products per token, (d, d_ff) and (d_ff, d): 2 FLOPs per multiply-add, from the arrays' sizes."""
+    from mha_lesson.encoder import init_encoder_layer
+
+    for d, h, d_ff in ((64, 4, None), (48, 4, 100)):
+        ffn = init_encoder_layer(d, h, d_ff).ffn
+        for n in (1, 7, 1024):
+            assert cx.ffn_flops(n, d, d_ff) == 2 * n * (ffn.w_1.size + ffn.w_2.size)
+    assert cx.ffn_flops(1024, 512) == 16 * 1024 * 512**2
+
+
+def test_block_crossover_is_three_times_the_sublayers_near_six_d_model():
+    """Lesson 8: with the 4x FFN the n work is 24·n·d², the n² work unchanged, so n* triples to about 6·d_model."""
+    for _, d, h in cx.KNOWN_SIZES:
+        block = cx.block_crossover_n(d, h)
+        assert block == pytest.approx(24 * d * d / (4 * d + 5 * h))
+        assert block == pytest.approx(3 * cx.crossover_n(d, h))
+        assert block / d == pytest.approx(5.885, abs=1e-3)  # the table's "block n* / d_model" column
+    # A search with no formula: the first whole n where the n² parts reach the n parts plus the FFN.
+    d, h = 512, 8
+
+    def quadratic_wins(n):
+        f = cost.flop_count(n, n, d, h)
+        return sum(f[p] for p in cx.QUADRATIC_PARTS) >= sum(f[p] for p in cx.LINEAR_PARTS) + cx.ffn_flops(n, d)
+
+    first = next(n for n in range(2 * d, 8 * d) if quadratic_wins(n))
+    assert first == math.ceil(cx.block_crossover_n(d, h)) == 3014
+    assert 5.8 * d < first < 6 * d
+
+
+def test_block_crossover_with_a_custom_ffn_width():
+    assert cx.block_crossover_n(512, 8, d_ff=512) == pytest.approx((8 + 4) * 512**2 / (4 * 512 + 40))
+    with pytest.raises(ValueError, match="d_ff"):
+        cx.ffn_flops(4, 512, 0)
+
+
 def test_slope_is_one_and_a_half_at_the_crossover():
     assert cx.local_slope(cx.crossover_n(512, 8), 512, 8) == pytest.approx(1.5)
 

@@ -165,6 +165,16 @@ def test_encoder_layer_is_the_two_lines_of_the_lesson():
     assert np.all(attn[:, 32] > 0.99) and np.all(x1[:, 32] > 2)
 
 
+def test_pre_ln_is_the_lessons_two_lines_and_leaves_the_output_unnormalised():
+    """Lesson 10: pre-LN is x' = x + MHA(LN(x)), out = x' + FFN(LN(x')); its output is not normalised."""
+    layer, x = _lesson_layer(), toy.toy_embeddings()
+    y = layer_norm(x, layer.ln1_gamma, layer.ln1_beta, layer.eps)
+    x1 = x + mha.multi_head_attention(y, y, y, layer.attn)[0]
+    out = x1 + feed_forward(layer_norm(x1, layer.ln2_gamma, layer.ln2_beta, layer.eps), layer.ffn)
+    np.testing.assert_allclose(encoder_layer(x, layer, norm="pre")[0], out, atol=1e-12)
+    assert np.all(np.abs(out.std(axis=-1) - 1) > 0.1)  # unlike post-LN's per-token std of (just under) 1
+
+
 # --- section 4: permutation equivariance and positional encoding -----------------------------------------
 
 WORDS = toy.token_part()

@@ -59,3 +59,14 @@ def test_position_head_explorer_follows_offset_encoding_and_gain():
     assert ex.heatmap.axes.get_title() == "query i looks for its own position (sinusoidal encoding)"
     ex.set(encoding="sinusoidal", offset=1, gain=1.0)
     assert 0.4 < ex.data["on_target"] < 0.6 and f"{ex.data['on_target']:.3f}" in ex.text.value
+
+
+def test_cross_attention_title_counts_the_sequences_of_the_mode():
+    ex = wc.cross_attention_explorer()
+    assert ex.suptitle.get_text().startswith("two random sequences (decoder y, encoder x)")
+    png = ex.image.value
+    ex.controls["mode"].value = "self-attention"
+    assert ex.suptitle.get_text().startswith("one random sequence y")  # one sequence: queries, keys and values
+    assert ex.image.value != png
+    ex.controls["mode"].value = "cross-attention"
+    assert ex.suptitle.get_text().startswith("two random sequences") and ex.image.value == png

@@ -40,7 +40,7 @@ def test_correct_function_is_from_the_core_and_symptom_states_a_number(mistake):
 
 def test_registry_names_are_its_keys_and_cover_the_issue_list():
     assert all(name == m.name for name, m in mk.MISTAKES.items())
-    assert len(mk.MISTAKES) == 10
+    assert len(mk.MISTAKES) == 12
 
 
 def test_buggy_functions_are_silent_same_shapes_as_the_core():
@@ -54,11 +54,19 @@ def test_buggy_functions_are_silent_same_shapes_as_the_core():
         mk.attention_wrong_axis,
         mk.attention_mask_after_softmax,
         mk.attention_mask_with_zero,
+        mk.attention_flipped_mask,
     ):
         assert [a.shape for a in fn(q, k, v, mask)] == ref
     x, params = rng.normal(size=(6, 8)), mha.init_params(8, 2, seed=0)
     ref = [a.shape for a in mha.multi_head_attention(x, x, x, params)]
-    for fn in (mk.mha_reshape_only, mk.mha_same_projection, mk.mha_without_w_o, mk.mha_stacked_concat, ex.mystery_mha):
+    for fn in (
+        mk.mha_reshape_only,
+        mk.mha_scale_d_model,
+        mk.mha_same_projection,
+        mk.mha_without_w_o,
+        mk.mha_stacked_concat,
+        ex.mystery_mha,
+    ):
         assert [np.shape(a) for a in fn(x, x, x, params)] == ref
 
 
@@ -87,6 +95,41 @@ def test_masking_bugs_against_the_closed_form():
     np.testing.assert_allclose(mk.attention_mask_after_softmax(q, k, v, causal)[1].sum(-1), np.tril(full).sum(-1))
     scores = np.where(causal, q @ k.T / 2.0, 0.0)
     np.testing.assert_allclose(mk.attention_mask_with_zero(q, k, v, causal)[1], mha.softmax(scores), atol=1e-12)
+
+
+def test_flipped_mask_attends_exactly_where_the_mask_forbids():
+    """The flipped convention is the correct function given the inverted mask (PyTorch's attn_mask, read here)."""
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(3, 5, 4))
+    causal = mha.causal_mask(5)
+    for got, want in zip(
+        mk.attention_flipped_mask(q, k, v, causal), mha.scaled_dot_product_attention(q, k, v, ~causal), strict=True
+    ):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+    assert not mk.attention_flipped_mask(q, k, v, causal)[1][-1].any()  # the last query may see nothing: zeros
+
+
+@pytest.mark.parametrize("h", [1, 2, 4, 8])
+def test_scale_d_model_is_attention_at_temperature_sqrt_h(h):
+    """√d_model = √h · √d_k: the bug equals correct attention on queries shrunk by 1/√h, so h = 1 hides it."""
+    rng = np.random.default_rng(h)
+    x, p = rng.normal(size=(5, 16)), mha.init_params(16, h, seed=h)
+    shrunk = dataclasses.replace(p, w_q=p.w_q / math.sqrt(h))
+    for got, want in zip(mk.mha_scale_d_model(x, x, x, p), mha.multi_head_attention(x, x, x, shrunk), strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_head_scale_measures_the_factor_before_the_softmax():
+    """1 for the core, 1/√h for √d_model, √d_k for no scale at all (the check's case: d_model 16, h 4)."""
+    assert mk.head_scale(mha.multi_head_attention) == pytest.approx(1.0, abs=1e-9)
+    assert mk.head_scale(mk.mha_scale_d_model) == pytest.approx(0.5, abs=1e-9)
+
+    def unscaled(q, k, v, params):
+        Q, K, V = (mha.split_heads(a @ w, params.h) for a, w in ((q, params.w_q), (k, params.w_k), (v, params.w_v)))
+        w = mha.softmax(Q @ K.swapaxes(-1, -2), axis=-1)
+        return mha.merge_heads(w @ V) @ params.w_o, w
+
+    assert mk.head_scale(unscaled) == pytest.approx(2.0, abs=1e-9)
 
 
 def test_ownership_maps_match_the_index_formulas():

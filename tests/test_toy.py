@@ -42,7 +42,7 @@ def test_previous_token_head_puts_over_0_9_on_i_minus_1(tokens):
 
 
 @given(SENTENCES)
-def test_coreference_head_looks_at_the_other_occurrences_of_the_same_word(tokens):
+def test_duplicate_token_head_looks_at_the_other_occurrences_of_the_same_word(tokens):
     _, w, _ = run(tokens)
     for i, word in enumerate(tokens):
         others = [j for j, other in enumerate(tokens) if other == word and j != i]
@@ -69,9 +69,11 @@ def test_scaled_scores_are_exactly_the_planned_values(tokens):
     _, _, trace = run(tokens)
     n = len(tokens)
     prev = np.array([[toy.SHARP if j == i - 1 else 0.0 for j in range(n)] for i in range(n)])
-    coref = np.array([[toy.SHARP * (tokens[i] == tokens[j]) - toy.SELF * (i == j) for j in range(n)] for i in range(n)])
+    duplicate = np.array(
+        [[toy.SHARP * (tokens[i] == tokens[j]) - toy.SELF * (i == j) for j in range(n)] for i in range(n)]
+    )
     first = np.array([[toy.SHARP if j == 0 else 0.0 for j in range(n)] for _ in range(n)])
-    for got, want in zip(trace["scaled_scores"], (prev, coref, first, np.zeros((n, n))), strict=True):
+    for got, want in zip(trace["scaled_scores"], (prev, duplicate, first, np.zeros((n, n))), strict=True):
         np.testing.assert_allclose(got, want, atol=1e-12)
 
 

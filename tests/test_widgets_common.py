@@ -1,13 +1,20 @@
 """Every explorer, generically: it builds at its defaults, survives 200 moves without piling up figures,
 output or memory, and never lets an exception escape from a control to the page."""
 
+import base64
+import functools
 import gc
+import io
 
 import matplotlib.pyplot as plt
+import numpy as np
 import psutil
 import pytest
+from PIL import Image
 
 from mha_lesson.bench.widgets import all_explorers, neighbour
+from mha_lesson.plots import style
+from mha_lesson.widgets._base import encode_png, neighbours
 
 EXPLORERS = all_explorers()
 
@@ -100,3 +107,66 @@ def test_moving_a_control_away_and_back_restores_the_first_picture(cls):
         control.value = value
         control.value = start
         assert explorer.image.value == first, f"{name}: {start!r} -> {value!r} -> back differs from the first picture"
+
+
+# --------------------------------------------------------------------------- size on the page and sharpness
+def png_size(png: bytes) -> tuple[int, int]:
+    """(width, height) in pixels from a PNG's header."""
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
+@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
+def test_the_image_keeps_its_css_size_with_pixel_ratio_pixels_per_css_pixel(cls):
+    """The page shows the figure at figsize * css_dpi CSS pixels, never stretched to the box, and within a cell."""
+    explorer = cls()
+    width, height = explorer.css_size()
+    assert explorer.image.layout.width == f"{width}px"
+    # neither stretched by the VBox nor shrunk by a narrow window; its height follows its width
+    assert (explorer.image.layout.align_self, explorer.image.layout.max_width) == ("flex-start", "none")
+    assert explorer.image.layout.height == "auto"
+    assert png_size(explorer.image.value) == (width * explorer.pixel_ratio, height * explorer.pixel_ratio)
+    assert width <= style.CELL_WIDTH_PX, f"{width} CSS px is wider than a cell ({style.CELL_WIDTH_PX})"
+    # The static fallback (HTML export) declares the same CSS size, so a 2x PNG is not shown twice as large.
+    data, metadata = explorer._repr_mimebundle_()
+    assert png_size(base64.b64decode(data["image/png"])) == png_size(explorer.image.value)
+    assert metadata["image/png"] == {"width": width, "height": height}
+
+
+@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
+def test_every_label_is_at_least_9_css_pixels(cls):
+    explorer = cls()
+    px, text = style.smallest_text_px(explorer.figure, explorer.pixel_ratio)
+    assert px >= style.MIN_TEXT_PX, f"{text!r} shows at {px:.1f} CSS px"
+
+
+def test_the_png_encoder_keeps_every_pixel():
+    rgba = np.random.default_rng(0).integers(0, 256, (7, 5, 4), dtype=np.uint8)
+    decoded = np.asarray(Image.open(io.BytesIO(encode_png(rgba))))
+    np.testing.assert_array_equal(decoded, rgba[..., :3])  # opaque figures: RGB is all there is
+
+
+@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
+def test_the_image_is_the_canvas(cls):
+    explorer = cls()
+    shown = np.asarray(Image.open(io.BytesIO(explorer.image.value)).convert("RGB"))
+    np.testing.assert_array_equal(shown, np.asarray(explorer.canvas.buffer_rgba())[..., :3])
+
+
+WARMED = [cls for cls in EXPLORERS if cls.warm_controls]
+
+
+def test_some_explorers_warm_their_backgrounds():
+    assert WARMED, "no explorer paints ahead the backgrounds of its first moves"
+
+
+@pytest.mark.parametrize("cls", WARMED, ids=lambda c: c.__name__)
+def test_a_first_step_on_a_warmed_control_paints_no_background(cls, monkeypatch):
+    """The backgrounds one step either way were painted when the explorer was built: the first move only blits."""
+    for name in cls.warm_controls:
+        for value in neighbours(cls().controls[name]):
+            explorer = cls()
+            first, painted = explorer.image.value, []
+            monkeypatch.setattr(explorer, "_paint_background", functools.partial(painted.append, (name, value)))
+            explorer.controls[name].value = value
+            assert explorer.error is None and not painted, f"{painted} painted a background"
+            assert explorer.image.value != first

@@ -9,6 +9,7 @@ error that names the line, so a typo cannot silently drop a card.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import dataclasses
 import re
@@ -110,12 +111,21 @@ def export_anki_tsv(cards: Iterable[Card], path: str | Path, deck_name: str = "M
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`python -m mha_lesson.aids.flashcards [OUT]`: check the deck and export it to OUT (default build/anki/...)."""
-    argv = sys.argv[1:] if argv is None else argv
-    out = Path(argv[0]) if argv else Path("build") / "anki" / "multi-head-attention.tsv"
-    cards = load_deck()
-    export_anki_tsv(cards, out)
-    print(f"{len(cards)} cards from {DECK.name} -> {out}")
+    """`python -m mha_lesson.aids.flashcards [--deck DECK] [OUT]`: check the deck and export it to OUT for Anki."""
+    parser = argparse.ArgumentParser(
+        prog="python -m mha_lesson.aids.flashcards",
+        description="Check the flashcard deck and export it as a tab-separated file that Anki imports.",
+    )
+    default_out = Path("build") / "anki" / "multi-head-attention.tsv"
+    parser.add_argument("out", nargs="?", type=Path, default=default_out, help=f"file to write (default {default_out})")
+    parser.add_argument("--deck", type=Path, default=DECK, help=f"deck to read (default {DECK.name} in flashcards/)")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        cards = load_deck(args.deck)
+    except (OSError, ValueError) as exc:
+        parser.exit(1, f"{parser.prog}: error: {exc}\n")
+    export_anki_tsv(cards, args.out)
+    print(f"{len(cards)} cards from {args.deck.name} -> {args.out}")
 
 
 if __name__ == "__main__":

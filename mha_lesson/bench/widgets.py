@@ -1,13 +1,14 @@
 """Time every explorer's slider move (recompute + redraw + PNG), at default sizes and at the largest values.
 
-`python -m mha_lesson.bench widgets [--moves N]` prints one row per (explorer, control) with the median and
-max milliseconds per move. Target: median under 100 ms at default sizes.
+`python -m mha_lesson.bench widgets [--moves N] [--pixel-ratio R]` prints one row per (explorer, control) with the
+median and max milliseconds per move. Target: median under 100 ms at default sizes.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import statistics
 import time
@@ -89,7 +90,12 @@ def main(argv: list[str]) -> None:
     """Print the per-move latency of every explorer's controls, from the defaults and from the largest values."""
     parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench widgets")
     parser.add_argument("--moves", type=int, default=10, help="moves per control (default 10)")
+    parser.add_argument(
+        "--pixel-ratio", type=int, default=None, help="render every explorer at this pixel ratio (default: its own)"
+    )
     args = parser.parse_args(argv)
+    if args.pixel_ratio is not None:
+        os.environ["MHA_LESSON_PIXEL_RATIO"] = str(args.pixel_ratio)  # read by Explorer.__init__
     print("ms per move (recompute, redraw, PNG); each control starts from a new explorer, so earlier moves")
     print("do not change what later ones measure. Target: median under 100 ms at the defaults.")
     print(f"{'explorer':<28} {'control':<14} {'default median':>15} {'max':>7} {'largest median':>15} {'max':>7}")

@@ -119,6 +119,27 @@ def crossover_n_search(d_model: int, h: int) -> int:
     return lo
 
 
+def ffn_flops(n: int, d_model: int, d_ff: int | None = None) -> int:
+    """FLOPs of a feed-forward network on n tokens: (n, d) @ (d, d_ff) then (n, d_ff) @ (d_ff, d); d_ff=None: 4·d.
+
+    Biases, the activation and the block's layer norms and residual additions cost O(n·d) more; like the
+    attention biases they are left out: nothing next to the O(n·d·d_ff) of the two products.
+    """
+    check_positive_int("n", n)
+    check_positive_int("d_model", d_model)
+    d_ff = 4 * d_model if d_ff is None else check_positive_int("d_ff", d_ff)
+    return 2 * n * d_model * d_ff + 2 * n * d_ff * d_model
+
+
+def block_crossover_n(d_model: int, h: int, d_ff: int | None = None) -> float:
+    """n* of a whole block (attention + FFN): (c1 + FFN FLOPs per token) / c2 = 24d² / (4d + 5h) at d_ff = 4d.
+
+    The FFN works on each token alone, so it adds only to the n parts; the n² parts are attention's, unchanged.
+    """
+    lin, quad = flop_coefficients(d_model, h)
+    return (lin + ffn_flops(1, d_model, d_ff)) / quad
+
+
 def local_slope(n: np.ndarray | float, d_model: int, h: int) -> np.ndarray:
     """d log(FLOPs) / d log(n) = (c1·n + 2·c2·n²) / (c1·n + c2·n²): 1 for short sequences, 2 for long, 1.5 at n*."""
     lin, quad = flop_coefficients(d_model, h)

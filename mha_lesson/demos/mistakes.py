@@ -60,6 +60,15 @@ def attention_mask_with_zero(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: 
     return weights @ v, weights
 
 
+def attention_flipped_mask(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray) -> Pair:
+    """Masked attention that reads mask True as "may NOT attend", as PyTorch's nn.MultiheadAttention attn_mask does."""
+    scores = q @ k.swapaxes(-1, -2) / math.sqrt(q.shape[-1])  # (n_q, n_kv)
+    # BUG: this project's masks (and F.scaled_dot_product_attention's) say True = may attend; this hides those keys
+    scores = np.where(mask, -np.inf, scores)
+    weights = softmax(scores, axis=-1)
+    return weights @ v, weights
+
+
 def split_heads_reshape_only(x: np.ndarray, h: int) -> np.ndarray:
     """(n, d_model) -> (h, n, d_k), reshaping straight to the target shape."""
     n, d_model = x.shape
@@ -79,6 +88,15 @@ def mha_reshape_only(q: np.ndarray, k: np.ndarray, v: np.ndarray, params: MHAPar
     V = split_heads_reshape_only(v @ params.w_v, params.h)
     heads, weights = scaled_dot_product_attention(Q, K, V)
     return merge_heads_reshape_only(heads) @ params.w_o, weights
+
+
+def mha_scale_d_model(q: np.ndarray, k: np.ndarray, v: np.ndarray, params: MHAParams) -> Pair:
+    """Multi-head attention that divides every head's scores by sqrt(d_model)."""
+    Q, K, V = (split_heads(x @ w, params.h) for x, w in ((q, params.w_q), (k, params.w_k), (v, params.w_v)))
+    # BUG: a head's q . k sums d_k products, not d_model: sqrt(d_model) shrinks the scores sqrt(h) times too much
+    scores = Q @ K.swapaxes(-1, -2) / math.sqrt(params.d_model)  # (h, n_q, n_kv)
+    weights = softmax(scores, axis=-1)
+    return merge_heads(weights @ V) @ params.w_o, weights
 
 
 def mha_same_projection(q: np.ndarray, k: np.ndarray, v: np.ndarray, params: MHAParams) -> Pair:
@@ -198,6 +216,35 @@ def check_causal(fn: Callable) -> CheckResult:
 def _self_attention_case(seed: int, n: int = 6, d_model: int = 8, h: int = 2) -> tuple[np.ndarray, MHAParams]:
     """A seeded (n, d_model) input and bias-free parameters."""
     return np.random.default_rng(seed).normal(size=(n, d_model)), init_params(d_model, h, seed=seed)
+
+
+def head_scale(fn: Callable) -> float:
+    """The factor fn's heads multiply q·k by before the softmax, in units of 1/√d_k (1 for correct attention).
+
+    softmax(c·s) = w gives ln w = c·s - (one constant per row), so after centring each row, ln w is c times
+    the centred raw scores s = Q_i K_iᵀ; c is fitted by least squares over every head and row.
+    """
+    x, params = _self_attention_case(7, n=6, d_model=16, h=4)
+    weights = fn(x, x, x, params)[1]  # (h, n, n)
+    Q, K = split_heads(x @ params.w_q, params.h), split_heads(x @ params.w_k, params.h)  # (h, n, d_k) each
+    raw = Q @ K.swapaxes(-1, -2)  # (h, n, n): q·k before any scaling
+    raw = raw - raw.mean(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):  # a weight of exactly 0 would mean a far-off scale: the fit says so
+        log_w = np.log(weights)
+    log_w = log_w - log_w.mean(axis=-1, keepdims=True)
+    c = float(np.sum(log_w * raw) / np.sum(raw * raw))
+    return c * math.sqrt(params.d_k)
+
+
+def check_head_scale(fn: Callable) -> CheckResult:
+    """Every head must divide its scores by √d_k, its own width: the fitted factor must be 1."""
+    value = head_scale(fn)
+    return CheckResult(
+        math.isfinite(value) and abs(value - 1.0) < 1e-6,
+        f"the heads scale q·k by {value:.3f} × 1/√d_k with d_model = 16, h = 4, d_k = 4 (must be 1; "
+        "1/√d_model would give 1/√h = 0.5)",
+        value,
+    )
 
 
 def check_permutation_equivariance(fn: Callable) -> CheckResult:
@@ -320,6 +367,14 @@ MISTAKES: dict[str, Mistake] = {
             "q·k sums d_k products, so its spread grows like √d_k; dividing by √d_k keeps the softmax soft.",
         ),
         Mistake(
+            "scale_d_model",
+            "scaling by √d_model instead of √d_k",
+            mha_scale_d_model,
+            multi_head_attention,
+            check_head_scale,
+            "A head's q·k sums d_k products: divide by √d_k; √d_model flattens every head √h times too much.",
+        ),
+        Mistake(
             "wrong_axis",
             "softmax over the wrong axis",
             attention_wrong_axis,
@@ -342,6 +397,14 @@ MISTAKES: dict[str, Mistake] = {
             scaled_dot_product_attention,
             check_causal,
             "exp(0) = 1 is not 0: a masked score must be -inf so that exp gives exactly 0.",
+        ),
+        Mistake(
+            "flipped_mask",
+            "a mask with the opposite convention",
+            attention_flipped_mask,
+            scaled_dot_product_attention,
+            check_causal,
+            "Here True = may attend; PyTorch's nn.MultiheadAttention attn_mask means True = blocked: invert (~mask).",
         ),
         Mistake(
             "reshape_only",

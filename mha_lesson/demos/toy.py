@@ -30,17 +30,17 @@ from ..multihead import multi_head_attention
 from ..projections import MHAParams, init_params
 
 VOCAB = ("the", "cat", "saw", "dog", "and")
-# Every word but "and" occurs at least twice, so the co-reference head has somewhere to look.
+# Every word but "and" occurs at least twice, so the duplicate-token head has somewhere to look.
 TOKENS = ("the", "cat", "saw", "the", "dog", "and", "the", "dog", "saw", "the", "cat")
 MAX_LEN = 11
 D_MODEL, H = 64, 4
-D_K = D_MODEL // H  # 16 = 5 word features + 11 positions: the co-reference head needs both
+D_K = D_MODEL // H  # 16 = 5 word features + 11 positions: the duplicate-token head needs both
 WORD = slice(0, len(VOCAB))  # columns of x holding the word one-hot
 POS = slice(len(VOCAB), len(VOCAB) + MAX_LEN)  # columns of x holding the position one-hot
-HEAD_NAMES = ("previous token", "same word elsewhere", "first token", "broad")
+HEAD_NAMES = ("previous token", "duplicate token", "first token", "broad")
 
 SHARP = 8.0  # scaled score of the key a head looks for (the others get 0)
-SELF = 4.0  # how much the co-reference head marks down a token's own position
+SELF = 4.0  # how much the duplicate-token head marks down a token's own position
 # Row i says which key positions query i looks for: PREVIOUS[i, i - 1] = 1 (row 0 is empty).
 PREVIOUS = np.eye(MAX_LEN, k=-1)
 
@@ -101,7 +101,8 @@ def toy_params(shift: np.ndarray | None = None) -> MHAParams:
     w_q[POS, _cols(0, 0, MAX_LEN)] = g * SHARP * shift
     w_k[POS, _cols(0, 0, MAX_LEN)] = np.eye(MAX_LEN)
 
-    # Head 1, same word elsewhere (co-reference-like): 5 columns compare words, 11 compare positions.
+    # Head 1, duplicate token: it matches identical words, not meanings (co-reference would link a pronoun
+    # to a differently spelled noun, and this vocabulary has no pronouns). 5 columns compare words, 11 positions.
     # Query and key both offer their word, so the word columns score SHARP when the words are equal;
     # the position columns score -SELF when i = j. Scaled score: SHARP * [same word] - SELF * [j = i].
     # The other occurrences of the word get 8, the token itself 8 - 4 = 4, other words 0: a repeated
@@ -147,10 +148,10 @@ def intended_keys(tokens: Sequence[str] = TOKENS) -> np.ndarray:
     same = np.array([[a == b for b in tokens] for a in tokens])  # (n, n) same word
     others = same & ~np.eye(n, dtype=bool)
     alone = ~others.any(axis=1)  # words that occur once fall back on themselves
-    coref = others | (np.eye(n, dtype=bool) & alone[:, None])
+    duplicate = others | (np.eye(n, dtype=bool) & alone[:, None])
     first = np.zeros((n, n), dtype=bool)
     first[:, 0] = True
-    return np.stack([np.eye(n, k=-1, dtype=bool), coref, first])
+    return np.stack([np.eye(n, k=-1, dtype=bool), duplicate, first])
 
 
 def cancelling_pair(d_model: int = 8, seed: int = 0) -> MHAParams:

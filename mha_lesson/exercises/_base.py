@@ -95,3 +95,42 @@ def as_array(answer: object, what: str) -> np.ndarray | Feedback:
         return np.asarray(answer, dtype=float)
     except (TypeError, ValueError):
         return wrong(f"Expected {what}, got {type(answer).__name__}.")
+
+
+def _word(value: object) -> str:
+    """A label compared loosely: lower case, single spaces, no surrounding quotes or spaces."""
+    return " ".join(str(value).strip().strip("'\"").lower().split())
+
+
+def as_choices(answer: object, keys: tuple[str, ...], options: tuple[str, ...], what: str) -> dict[str, str] | Feedback:
+    """The answer as {key: option} for exactly the given keys, case and spacing ignored, or a friendly wrong()."""
+    if answer is None:
+        return wrong(f"Replace None with {what}.")
+    if not isinstance(answer, dict):
+        return wrong(f"Expected {what}, got {type(answer).__name__}.")
+    canonical = {_word(k): k for k in keys}  # "a" names the key "A", "D_K" the key "d_k"
+    chosen = {canonical.get(_word(k), str(k)): _word(v) for k, v in answer.items()}
+    missing, extra = [k for k in keys if k not in chosen], sorted(set(chosen) - set(keys))
+    if missing or extra:
+        return wrong(f"Expected exactly the keys {', '.join(map(repr, keys))}; missing {missing}, unexpected {extra}.")
+    unknown = sorted({v for v in chosen.values() if v not in options})
+    if unknown:
+        return wrong(f"Use only the values {', '.join(map(repr, options))}; got {unknown}.")
+    return {k: chosen[k] for k in keys}
+
+
+def as_label_set(answer: object, labels: tuple[str, ...], what: str) -> set[str] | Feedback:
+    """The answer as a set of labels (case and spacing ignored), or a friendly wrong(); "ac" means {"a", "c"}."""
+    if answer is None:
+        return wrong(f"Replace None with {what}.")
+    canonical = {_word(label): label for label in labels}  # "k" names the label "K"
+    if isinstance(answer, str):  # one label, or a run of one-letter labels such as "ac"
+        single = _word(answer) in canonical or not all(len(label) == 1 for label in labels)
+        answer = [answer] if single else list(answer)
+    try:
+        chosen = {canonical.get(_word(a), str(a)) for a in answer}  # type: ignore[union-attr]
+    except TypeError:
+        return wrong(f"Expected {what}, got {type(answer).__name__}.")
+    if not chosen <= set(labels):
+        return wrong(f"Use only {', '.join(map(repr, labels))}; got {sorted(chosen - set(labels))}.")
+    return chosen

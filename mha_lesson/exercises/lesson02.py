@@ -1,9 +1,17 @@
-"""Checks for lesson 2's exercises (why reduce the dimension per head)."""
+"""Checks for lesson 2's exercises (why reduce the dimension per head): a count, a prediction, a table to read."""
 
 from __future__ import annotations
 
 from ..cost import attention_memory_bytes, flop_count, param_count
-from ._base import Feedback, as_number, right, wrong
+from ._base import Feedback, as_choices, as_number, right, wrong
+
+# Exercise 2: the layer before the change (d_model, h, n), and the new number of heads.
+D_MODEL, H, N, NEW_H = 512, 8, 128, 16
+QUANTITIES = ("parameters", "attention flops", "softmax flops", "weight memory", "d_k")
+CHANGES = ("same", "double", "half")
+# Exercise 3: the designs behind the mystery table's columns (a fixed shuffle; the learner names them).
+DESIGNS = ("one head", "split", "naive")
+MYSTERY_COLUMNS = {"A": "split", "B": "naive", "C": "one head"}
 
 
 def check_naive_params(answer: object) -> Feedback:
@@ -23,36 +31,77 @@ def check_naive_params(answer: object) -> Feedback:
     return wrong("Count per head: three matrices of shape (d_model, d_k) with d_k = d_model. Then add W^O.")
 
 
-def check_flop_ratio(answer: object) -> Feedback:
-    """Exercise 2: total FLOPs of naive over split heads at d_model = 768, h = 12, n = 512, to two decimals."""
-    value = as_number(answer, "a ratio such as 3.14")
-    if isinstance(value, Feedback):
-        return value
-    d, h, n = 768, 12, 512  # BERT-base on 512 tokens
-    ratio = flop_count(n, n, d, h, split=False)["total"] / flop_count(n, n, d, h)["total"]
-    if abs(value - ratio) < 0.006:
-        return right(f"{ratio:.4f}: just under h = {h}, because the softmax costs the same in both designs.")
-    if value == h:
-        return wrong("Close, but not exactly h. Is there a part whose cost the two designs share?")
-    if abs(value - 1 / ratio) < 0.006:
-        return wrong("That is split over naive; the question asks naive over split.")
-    return wrong("Use mha.cost.flop_count twice (split=True and split=False) and divide the 'total' entries.")
+def layer_costs(d_model: int, h: int, n: int) -> dict[str, float]:
+    """The five quantities of exercise 2 for split heads: parameters, FLOPs, weight bytes, d_k."""
+    f = flop_count(n, n, d_model, h)
+    return {
+        "parameters": param_count(d_model, h),
+        "attention flops": f["scores"] + f["weighted_sum"],
+        "softmax flops": f["softmax"],
+        "weight memory": attention_memory_bytes(n, n, h),
+        "d_k": d_model // h,
+    }
 
 
-def check_memory_bytes(answer: object) -> Feedback:
-    """Exercise 3: bytes of float32 attention weights for one sequence, h = 12 heads, n = 512 tokens."""
-    value = as_number(answer, "a number of bytes (an integer)")
-    if isinstance(value, Feedback):
-        return value
-    expected = attention_memory_bytes(512, 512, 12)
-    if value == expected:
-        return right("h * n * n weights of 4 bytes, and the same for full-width heads: d_k never enters.")
-    if value == attention_memory_bytes(512, 512, 1):
-        return wrong("That is one head's map. Does every head keep its own?")
-    if value == 2 * expected:
-        return wrong("A float32 number takes 4 bytes, not 8.")
-    if value == expected // 4:
-        return wrong("That is the number of weights; the question asks for bytes.")
-    return wrong(
-        "Each head stores one weight per (query, key) pair. How many pairs, how many heads, how many bytes each?"
-    )
+def predicted_changes() -> dict[str, str]:
+    """Exercise 2's answer, measured: how each quantity changes from h = 8 to h = 16 (same, double or half)."""
+    before, after = layer_costs(D_MODEL, H, N), layer_costs(D_MODEL, NEW_H, N)
+    words = {1.0: "same", 2.0: "double", 0.5: "half"}
+    return {q: words[after[q] / before[q]] for q in QUANTITIES}
+
+
+EXERCISE_2_HINTS = {
+    "parameters": "Do W^Q, W^K, W^V and W^O change shape when they are cut into more, narrower blocks?",
+    "attention flops": "Each head's two products cost 2·n²·d_k each. What happens to h·d_k?",
+    "softmax flops": "The softmax runs once per attention weight. How many n × n weight maps are there?",
+    "weight memory": "Each head stores one n × n map whatever its width. How many heads store one?",
+    "d_k": "d_k = d_model / h, and only h changes.",
+}
+
+
+def check_doubling_h(answer: object) -> Feedback:
+    """Exercise 2: predict how five costs of split heads change when h goes from 8 to 16 (d_model, n fixed)."""
+    what = f"a dict mapping each of {', '.join(map(repr, QUANTITIES))} to 'same', 'double' or 'half'"
+    chosen = as_choices(answer, QUANTITIES, CHANGES, what)
+    if isinstance(chosen, Feedback):
+        return chosen
+    truth = predicted_changes()
+    wrong_keys = [q for q in QUANTITIES if chosen[q] != truth[q]]
+    if not wrong_keys:
+        return right(
+            "more heads re-slice the same matrices, so parameters and matrix-product FLOPs stay; every head keeps its "
+            "own n × n map, so the softmax and the weights' memory grow with h. That is why split heads are cheap, "
+            "but not free."
+        )
+    first = wrong_keys[0]
+    return wrong(f"{len(wrong_keys)} of {len(QUANTITIES)} not yet. '{first}': {EXERCISE_2_HINTS[first]}")
+
+
+def mystery_table(d_model: int = D_MODEL, h: int = H, n: int = N) -> dict[str, dict[str, int]]:
+    """Exercise 3: {column: {part: FLOPs}} for the three designs, under the letters of MYSTERY_COLUMNS."""
+    designs = {
+        "one head": flop_count(n, n, d_model, 1),
+        "split": flop_count(n, n, d_model, h),
+        "naive": flop_count(n, n, d_model, h, split=False),
+    }
+    return {letter: designs[design] for letter, design in MYSTERY_COLUMNS.items()}
+
+
+def check_mystery_columns(answer: object) -> Feedback:
+    """Exercise 3: name the design behind each column A, B, C of mystery_table()."""
+    what = "a dict mapping 'A', 'B' and 'C' to 'one head', 'split' or 'naive'"
+    chosen = as_choices(answer, tuple(MYSTERY_COLUMNS), DESIGNS, what)
+    if isinstance(chosen, Feedback):
+        return chosen
+    if chosen == MYSTERY_COLUMNS:
+        return right(
+            "B is exactly h times C in every part: full-width heads are h copies of one head. A agrees with C in "
+            "every matrix product and differs only in the softmax, where it has as many weights as B."
+        )
+    if sorted(chosen.values()) != sorted(DESIGNS):
+        return wrong("Each design is in exactly one column: use 'one head', 'split' and 'naive' once each.")
+    if chosen["B"] != "naive":
+        return wrong(
+            "One column is the same whole multiple of another in every part. Which design copies a head h times?"
+        )
+    return wrong("A and C agree in all but one part. Which part is it, and which design has h times more of it?")

@@ -13,7 +13,7 @@ from ._base import Feedback, as_number, as_whole_number, right, wrong
 # Exercise 1: q has variance VAR_Q per component, k has VAR_K, d_k = D_K.
 D_K, VAR_Q, VAR_K = 64, 2.0, 3.0
 # Exercise 3: the query position asked about (the second "the").
-COREF_QUERY = 3
+DUPLICATE_QUERY = 3
 
 
 def check_score_variance(answer: object) -> Feedback:
@@ -62,22 +62,22 @@ def check_next_token_shift(shift: object) -> Feedback:
     )
 
 
-def check_causal_coref(answer: object) -> Feedback:
-    """Exercise 3: with a causal mask, which key gets most of the co-reference head's weight from query 3?"""
+def check_causal_duplicate(answer: object) -> Feedback:
+    """Exercise 3: with a causal mask, which key gets most of the duplicate-token head's weight from query 3?"""
     position = as_whole_number(answer, "a key position, an integer from 0 to 10")
     if isinstance(position, Feedback):
         return position
-    row = toy_weights(causal=True)[1][COREF_QUERY]  # head 1, query 3
+    row = toy_weights(causal=True)[1][DUPLICATE_QUERY]  # head 1, query 3
     best = int(np.argmax(row))
     if position == best:
         return right(
             f"key {best} ('{TOKENS[best]}') gets {row[best]:.3f}. The mask hides the later 'the's at 6 and 9, "
             "and the head marks down the query's own position, so only the earlier occurrence is left."
         )
-    if position == COREF_QUERY:
+    if position == DUPLICATE_QUERY:
         return wrong(
             "That is the query itself. The head marks its own position down: is there another 'the' it may see?"
         )
-    if position > COREF_QUERY:
+    if position > DUPLICATE_QUERY:
         return wrong("A causal mask hides every key after the query. Look only at positions 0 to 3.")
-    return wrong("The co-reference head looks for the same word. Which earlier token is also 'the'?")
+    return wrong("The duplicate-token head looks for the same word. Which earlier token is also 'the'?")

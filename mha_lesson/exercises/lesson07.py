@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
+
 from ..attention import causal_mask
 from ..demos.examples import worked_example
-from ..multihead import multi_head_attention
-from ._base import Feedback, as_number, as_shape, right, wrong
+from ..multihead import multi_head_attention, multi_head_attention_loop
+from ._base import Feedback, as_label_set, as_number, right, wrong
 
 CAT, FISH = 1, 3  # token positions in the worked example
 
@@ -65,22 +67,47 @@ def check_causal_weight(answer: object) -> Feedback:
     )
 
 
-def check_shapes(scores_shape: object, concat_shape: object) -> Feedback:
-    """Exercise 3: shapes of one head's scores and of the concatenation for n=10, d_model=8, h=2."""
-    scores = as_shape(scores_shape, "the shape of one head's scores, a tuple like (2, 3)")
-    if isinstance(scores, Feedback):
-        return scores
-    concat = as_shape(concat_shape, "the shape of the concatenation, a tuple like (2, 3)")
-    if isinstance(concat, Feedback):
-        return concat
-    n, d_model, h = 10, 8, 2
-    good_scores, good_concat = scores == (n, n), concat == (n, d_model)
-    if good_scores and good_concat:
-        return right("the scores grow as n × n whatever d_model is; the concatenation is back to d_model wide.")
-    if not good_scores:
-        if scores == (n, d_model // h):
-            return wrong("(n, d_k) is the shape of Q_i or head_i; the scores compare every query with every key.")
-        return wrong("Scores have one row per query and one column per key.")
-    if concat == (n, d_model // h):
-        return wrong("That is one head's output; the concatenation puts all h heads side by side.")
-    return wrong("The concatenation has one row per token and h·d_k columns.")
+# Exercise 3: the intermediates a learner can name, and the change made before running the loop again.
+STAGES = ("Q", "K", "V", "scores 0", "scores 1", "weights 0", "weights 1", "head_0", "head_1", "concat", "output")
+CHANGED_HEAD = 1  # its columns of W^K are doubled
+
+
+def _stages(trace: dict) -> dict[str, np.ndarray]:
+    """The trace of multi_head_attention_loop under the names of STAGES."""
+    named = {m: np.hstack(trace[f"{m}_i"]) for m in ("Q", "K", "V")}  # (n, d_model): every head's block
+    for i in range(len(trace["weights"])):
+        named[f"scores {i}"], named[f"weights {i}"] = trace["scores"][i], trace["weights"][i]
+        named[f"head_{i}"] = trace["head_i"][i]
+    return named | {"concat": trace["concat"], "output": trace["output"]}
+
+
+def changed_stages() -> set[str]:
+    """The stages whose numbers change when head CHANGED_HEAD's columns of W^K are doubled (measured)."""
+    x, params = worked_example()
+    w_k = params.w_k.copy()
+    w_k[:, CHANGED_HEAD * params.d_k : (CHANGED_HEAD + 1) * params.d_k] *= 2  # (d_model, d_k) block of head 1
+    before = _stages(multi_head_attention_loop(x, x, x, params, return_trace=True)[2])
+    after = _stages(multi_head_attention_loop(x, x, x, dataclasses.replace(params, w_k=w_k), return_trace=True)[2])
+    return {name for name in STAGES if not np.allclose(before[name], after[name], rtol=0, atol=1e-12)}
+
+
+def check_changed_stages(answer: object) -> Feedback:
+    """Exercise 3: which intermediates change when head 1's columns of W^K are doubled?"""
+    chosen = as_label_set(answer, STAGES, 'a set of stage names, e.g. {"Q", "scores 0"}')
+    if isinstance(chosen, Feedback):
+        return chosen
+    truth = changed_stages()
+    if chosen == truth:
+        return right(
+            "only head 1's keys change, so only its scores, weights and output do; head 0 never reads those columns. "
+            "The concatenation holds head_1, and W^O mixes it into every output feature."
+        )
+    if {"Q", "V"} & chosen:
+        return wrong("Q and V are computed with W^Q and W^V, which did not change.")
+    if "K" not in chosen:
+        return wrong("The change is in W^K itself: which of Q, K, V is computed with it?")
+    if {"scores 0", "weights 0", "head_0"} & chosen:
+        return wrong("Head 0 reads only its own columns of W^K (the first d_k). Did any of them change?")
+    if "weights 1" not in chosen:
+        return wrong("Doubling head 1's keys doubles its scores. Is the softmax of doubled scores the same row?")
+    return wrong("Follow head_1 further: the concatenation holds it, and W^O mixes the concatenation into the output.")

@@ -19,6 +19,9 @@ SYMPTOM_HINTS = {
     "wrong_axis": "with the softmax over queries the rows would not sum to 1, and here they do.",
     "reshape_only": "that one mixes tokens across heads; the clue here is about which tokens a position can see.",
     "naive_softmax": "an overflowing softmax gives NaN, not a loss that falls too fast.",
+    "flipped_mask": "a flipped causal mask does show the future, but it hides every key from the last query: that "
+    "row would sum to 0 (NaN in PyTorch), and here every row sums to 1.",
+    "scale_d_model": "too small a scale makes the softmax too flat, but it hides no future token.",
 }
 
 

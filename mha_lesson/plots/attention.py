@@ -9,11 +9,32 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 
+# A lone punctuation token is a speck as a tick label: its name goes beside it.
+PUNCTUATION = {
+    ".": "period",
+    ",": "comma",
+    "'": "apostrophe",
+    '"': "quote",
+    "?": "question mark",
+    "!": "exclamation mark",
+    ";": "semicolon",
+    ":": "colon",
+    "-": "hyphen",
+    "(": "open bracket",
+    ")": "close bracket",
+}
+
+
+def token_label(token: str) -> str:
+    """A tick label for a token: the token itself, with its name beside it if it is a lone punctuation mark."""
+    token = str(token)
+    return f"{token} ({PUNCTUATION[token]})" if token in PUNCTUATION else token
+
 
 def _checked_labels(name: str, labels: Sequence[str], n: int) -> list[str]:
     if len(labels) != n:
         raise ValueError(f"{name}: expected {n} token labels, got {len(labels)}")
-    return [str(t) for t in labels]
+    return [token_label(t) for t in labels]
 
 
 def weight_colour(w: float) -> str:
@@ -30,8 +51,13 @@ def attention_heatmap(
     title: str = "attention weights",
     annotate: bool | None = None,
     colorbar: bool = True,
+    value_size: float = 7,
 ) -> AxesImage:
-    """Draw one (n_q, n_kv) weight matrix on ax, rows = queries, columns = keys, colour scale 0..1."""
+    """Draw one (n_q, n_kv) weight matrix on ax, rows = queries, columns = keys, colour scale 0..1.
+
+    annotate: print each weight in its cell (value_size points; default: for 64 cells or fewer). A lone
+    punctuation token is labelled with its name (see token_label).
+    """
     weights = np.asarray(weights)
     if weights.ndim != 2:
         raise ValueError(f"weights: expected a (n_q, n_kv) matrix, got shape {weights.shape}")
@@ -52,7 +78,7 @@ def attention_heatmap(
         for i in range(n_q):
             for j in range(n_kv):
                 w = weights[i, j]
-                ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=7, color=weight_colour(w))
+                ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=value_size, color=weight_colour(w))
     if colorbar:
         ax.figure.colorbar(im, ax=ax, label="weight (row sums to 1)", shrink=0.8)
     return im
@@ -81,6 +107,7 @@ def heatmap_grid(
             continue
         title = titles[i] if titles is not None else f"head {i}"
         images.append(attention_heatmap(ax, weights[i], tokens, tokens, title=title, colorbar=False, annotate=False))
+        ax.title.set_fontsize("medium")  # a grid's panels are narrow: one size down from a single map's title
         if i % ncols:  # rows are the same queries in every panel: name them once per row of panels
             ax.tick_params(labelleft=False)
             ax.set_ylabel("")

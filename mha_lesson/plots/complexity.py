@@ -12,6 +12,7 @@ from matplotlib.ticker import NullLocator
 
 from ..cost import attention_memory_bytes
 from ..demos import complexity as cx
+from .style import figsize
 
 # Linear parts in blues, quadratic parts in reds: the stack reads as two groups, n-bound below n²-bound.
 STACK_ORDER = ("projections", "output_projection", "scores", "weighted_sum", "softmax")
@@ -140,7 +141,7 @@ def _prepare(fig: Figure, size: tuple[float, float]) -> Figure:
 
 def crossover_figure(fig: Figure, d_models: Sequence[int], d_k: int = 64, slope_d_model: int = 512) -> Figure:
     """Left: n* against d_model (h = d_model/d_k) beside 2·d_model. Right: the local slope of FLOPs in n."""
-    _prepare(fig, (11, 3.8))
+    _prepare(fig, figsize(3.8))
     ax_n, ax_s = fig.subplots(1, 2)
     d = np.asarray(d_models)
     n_star = [cx.crossover_n(int(di), int(di) // d_k) for di in d]
@@ -177,7 +178,7 @@ def _timing_panel(
 
 def timing_figure(fig: Figure, by_n: cx.Timings, by_d: cx.Timings, fit_from_n: int, fit_from_d: int) -> Figure:
     """Measured forward times beside FLOP predictions (one fitted rate R per panel), log-log, with slopes."""
-    _prepare(fig, (11, 4.4))
+    _prepare(fig, figsize(4.4))
     ax_n, ax_d = fig.subplots(1, 2)
     rate_n, rate_d = cx.fitted_rate(by_n), cx.fitted_rate(by_d)
     for i, d in enumerate(by_n.d_models):

@@ -11,6 +11,7 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 
 from ..aids.concept_map import EDGES, GROUPS, NODES, Edge, Node, check_map
+from .style import CELL_WIDTH_PX
 
 XLIM, YLIM = (0.0, 16.0), (0.0, 10.0)
 
@@ -20,7 +21,8 @@ def draw_concept_map(
 ) -> Figure:
     """A Figure with one rounded box per node (label + lesson number) and one labelled arrow per edge."""
     check_map(nodes, edges)
-    fig = Figure(figsize=figsize, dpi=100)
+    # Exactly a cell wide at its natural size: the page never shrinks it, and 9-pt edge labels show at 10 px.
+    fig = Figure(figsize=figsize, dpi=CELL_WIDTH_PX / figsize[0])
     FigureCanvasAgg(fig)  # attaches itself to fig: text extents and PNG export work without pyplot
     ax = fig.add_axes((0.01, 0.07, 0.98, 0.84))
     ax.set_xlim(*XLIM)
@@ -121,8 +123,9 @@ def text_boxes(fig: Figure) -> dict[str, np.ndarray]:
     return out
 
 
-def to_png(fig: Figure) -> bytes:
-    """The figure as PNG bytes (for display with IPython.display.Image or saving)."""
+def to_png(fig: Figure, pixel_ratio: int = 2) -> bytes:
+    """The figure as PNG bytes with pixel_ratio pixels per CSS pixel: show it at its size and sharp on HiDPI screens
+    with IPython.display.Image(png, retina=True) (for pixel_ratio 2), or save it."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", dpi=fig.dpi * pixel_ratio)
     return buf.getvalue()

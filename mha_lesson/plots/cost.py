@@ -61,7 +61,7 @@ def flops_bars(
         bars[design] = ax.bar(x + (j - 1) * width, heights, width, label=label, color=colour)
     log_y(ax, ylim)
     ax.set_axisbelow(True)  # grid lines behind the bars
-    ax.set_xticks(x, PART_LABELS, fontsize=8)
+    ax.set_xticks(x, PART_LABELS, fontsize=9)
     ax.set_xlabel("part of the layer")
     ax.set_ylabel("FLOPs per forward pass")
     set_flops_bars(ax, bars, flops, fit=ylim is None)
@@ -82,10 +82,10 @@ def set_flops_bars(
 
 # Room above a sweep panel, between its title and its top edge, for one row of legend (points): every lower
 # panel gets it, with or without a legend, so that their titles line up.
-LEGEND_ROOM = 16.0
+LEGEND_ROOM = 18.0
 
 
-def legend_above(ax: Axes, handles: Sequence[Artist], labels: Sequence[str], fontsize: float = 7) -> Legend:
+def legend_above(ax: Axes, handles: Sequence[Artist], labels: Sequence[str], fontsize: float = 9) -> Legend:
     """One row of legend in the room sweep_axes leaves between the title and the top of the axes.
 
     Outside the data area, so that no line (nor the current-h marker) can pass under it at any control value.

@@ -37,10 +37,12 @@ def matrix_image(
     row_edges: Sequence[int] = (),
     colorbar_label: str = "value",
     vmax: float | None = None,
+    colorbar: bool = True,
 ) -> AxesImage:
     """Show a matrix on a diverging colour scale centred on 0, with lines before the given columns and rows.
 
     col_edges / row_edges: indices where a new block starts (e.g. range(d_k, d_model, d_k) for heads).
+    colorbar=False leaves the colour bar out (for panels that share one, drawn by the caller).
     """
     m = np.asarray(m)
     if m.ndim != 2:
@@ -59,7 +61,8 @@ def matrix_image(
         ax.axvline(edge - 0.5, color="k", lw=1)
     for edge in row_edges:
         ax.axhline(edge - 0.5, color="k", lw=1)
-    ax.figure.colorbar(im, ax=ax, label=colorbar_label, shrink=0.85)
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, label=colorbar_label, shrink=0.85)
     return im
 
 

@@ -68,13 +68,28 @@ def token_plane(
     # Labels sit a few points off their marker: queries above right, keys below right. The limits always
     # contain every point (set_token_plane), so skip the per-draw test of whether each point is inside.
     style = {"textcoords": "offset points", "fontsize": 9, "annotation_clip": False}
-    q_text = [ax.annotate(t, (0, 0), xytext=_Q_OFFSET, color="C0", **style) for t in tokens]
-    k_text = [ax.annotate(t, (0, 0), xytext=_K_OFFSET, color="C1", va="top", **style) for t in tokens]
+
+    def leader(colour: str, corner: tuple[float, float]) -> dict:
+        # A thin line from the label's corner nearest its marker to the marker, shown only when spread_labels
+        # pushed the label away from it. patchA None: the line starts at that corner, outside the text, so it
+        # needs no clipping at the text's box (which cost more than drawing the label).
+        line = {"arrowstyle": "-", "color": colour, "lw": 0.6, "relpos": corner}
+        return line | {"patchA": None, "shrinkA": 0, "shrinkB": 4}
+
+    q_text = [
+        ax.annotate(t, (0, 0), xytext=_Q_OFFSET, color="C0", arrowprops=leader("C0", (0, 0)), **style) for t in tokens
+    ]
+    k_text = [
+        ax.annotate(t, (0, 0), xytext=_K_OFFSET, color="C1", va="top", arrowprops=leader("C1", (0, 1)), **style)
+        for t in tokens
+    ]
+    for label in [*q_text, *k_text]:
+        label.arrow_patch.set_visible(False)
     ax.axhline(0, color="0.8", linewidth=0.8, zorder=0)
     ax.axvline(0, color="0.8", linewidth=0.8, zorder=0)
     ax.set_aspect("equal", adjustable="box")
     # Below the panel, where no point can hide under it.
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2, fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2, fontsize=9)
     return queries, keys, q_text, k_text
 
 
@@ -107,15 +122,17 @@ def set_token_plane(
 
 
 def spread_labels(ax: Axes, q_text: list[Annotation], k_text: list[Annotation]) -> None:
-    """Move a label a line up (queries) or down (keys) while it would cover a label already placed."""
+    """Move a label a line up (queries) or down (keys) while it would cover a label already placed; a label moved
+    away from its marker gets a thin leader line to it."""
     points = 72 / ax.figure.dpi  # pixels -> points
     placed: list[tuple[float, float]] = []  # (x, y) of each placed label's corner, in points
-    for label, (dx, dy) in [*((t, _Q_OFFSET) for t in q_text), *((t, _K_OFFSET) for t in k_text)]:
+    for label, (dx, start) in [*((t, _Q_OFFSET) for t in q_text), *((t, _K_OFFSET) for t in k_text)]:
         x, y = ax.transData.transform(label.xy) * points
-        step = _LINE if dy > 0 else -_LINE
+        dy, step = start, (_LINE if start > 0 else -_LINE)
         for _ in range(4):  # at most a few lines away, so a label stays next to its marker
             if not any(abs(x + dx - px) < _WIDTH and abs(y + dy - py) < _LINE for px, py in placed):
                 break
             dy += step
         label.xyann = (dx, dy)
+        label.arrow_patch.set_visible(dy != start)
         placed.append((x + dx, y + dy))

@@ -8,8 +8,11 @@ Why this design:
 - Redraws are cheap by blitting, as matplotlib's animations do: a subclass marks what a move changes with
   `animate(...)`; `render_png` paints a cached picture of everything else (axes, ticks, legends) and draws
   only those artists on top. With nothing animated it simply draws the whole figure.
-- The rendered PNG is also offered as `image/png` next to the widget, so an executed notebook exported to
-  static HTML still shows the figure without any JavaScript.
+- Crisp at its natural size: the figure is drawn at `pixel_ratio` times its CSS resolution (2: sharp on HiDPI
+  screens) and the image is given its CSS width, so the page shows it at that size whatever the width of the
+  output area (never stretched, never shrunk). Text sized in points keeps its size on screen.
+- The rendered PNG is also offered as `image/png` next to the widget (with its CSS size), so an executed
+  notebook exported to static HTML still shows the figure without any JavaScript.
 
 Structure in the page (the browser tests rely on it): a VBox with CSS classes `mha-explorer` and
 `mha-explorer-<ClassName>`, holding a box of
@@ -21,23 +24,45 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import io
+import os
+import struct
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import ipywidgets as widgets
+import matplotlib
+import numpy as np
 from matplotlib.artist import Artist
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from PIL import Image
 
 from .._blas import one_blas_thread
+from ..plots.style import RC
 
 
 def divisors(n: int, most: int | None = None) -> list[int]:
     """Positive divisors of n (up to most) in increasing order: the valid head counts for d_model = n."""
     return [i for i in range(1, (n if most is None else min(n, most)) + 1) if n % i == 0]
+
+
+def encode_png(rgba: np.ndarray) -> bytes:
+    """An (height, width, 4) uint8 RGBA picture as PNG bytes: 8-bit RGB, no row filter, zlib level 1.
+
+    A figure is opaque, so RGB loses nothing. Rows go unfiltered: Pillow's encoder tries every PNG filter on
+    every row, which took 2-3 times as long as this for flat-coloured figures that compress well anyway.
+    """
+    height, width, _ = rgba.shape
+    rows = np.zeros((height, 1 + 3 * width), np.uint8)  # a leading 0 per row: filter type "none"
+    rows[:, 1:] = rgba[..., :3].reshape(height, 3 * width)  # (h, w, 3) -> (h, 3w): R, G, B of each pixel in turn
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits per channel, truecolour, no interlace
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
 
 
 def settle_layout(fig: Figure) -> None:
@@ -49,6 +74,31 @@ def settle_layout(fig: Figure) -> None:
     fig.set_layout_engine("constrained")
     fig.draw_without_rendering()
     fig.set_layout_engine("none")
+
+
+def neighbours(control: widgets.ValueWidget) -> list[Any]:
+    """The values one step either way from a slider's current value (its options, or value -/+ step)."""
+    options = getattr(control, "options", None)
+    if options:
+        values = [o[1] if isinstance(o, tuple) else o for o in options]
+        i = values.index(control.value)
+        return [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
+    if isinstance(control, widgets.IntSlider | widgets.FloatSlider):
+        steps = (control.value - control.step, control.value + control.step)
+        return [v for v in steps if control.min <= v <= control.max]
+    return []
+
+
+def pin_axis_labels(*axes: Axes) -> None:
+    """Keep the axis labels of axes where the last layout put them (call it after settle_layout).
+
+    An axis places its label past its tick labels on every draw, measuring them and those of its neighbours;
+    for an axis that is drawn with a move (animated or follow_key) that measuring was most of its cost.
+    """
+    for ax in axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            at = axis.label.get_transform().transform(axis.label.get_position())  # display pixels
+            axis.set_label_coords(*ax.transAxes.inverted().transform(at))
 
 
 def fixed_margins(fig: Figure, *, left: float, right: float, top: float, bottom: float, **gaps: float) -> None:
@@ -72,17 +122,37 @@ class Explorer:
     Fast redraws: call `animate(...)` (usually in `setup`) on the artists a move changes. Everything else is
     the still background, drawn once and cached under `background_key()` (plus the canvas, for subclasses
     that swap figures); call `invalidate_background()` after changing a still part without changing its key.
+    Still parts that follow the key (the ticks of an axis whose limits follow a control, a title) can be marked
+    with `follow_key(...)`: a new key's background is then the common background with them drawn on top, a
+    fraction of the full draw it would otherwise cost on the first visit of each key. Sliders listed in
+    `warm_controls` get the backgrounds one step either way painted when the explorer is built (see `warm`).
+
+    Sizes: figsize in inches at dpi CSS pixels per inch is the size on the page (at most a cell, about 950 CSS
+    pixels wide); text in points shows at points * dpi / 72 CSS pixels (9 or more: see mha_lesson.plots.style).
     """
 
     backgrounds_kept = 1  # cached backgrounds (keys) kept, the least recently used dropped first
+    # Rendered pixels per CSS pixel. 2 is sharp on HiDPI screens and costs about 4x the pixels per move: an explorer
+    # whose moves would then miss the latency budget sets 1 (measured with `python -m mha_lesson.bench widgets`).
+    # MHA_LESSON_PIXEL_RATIO overrides it for every explorer (the browser benchmark compares 1 and 2 this way).
+    pixel_ratio = 2
+    warm_controls: tuple[str, ...] = ()  # sliders whose steps change the background: see warm
 
     def __init__(
         self, controls: dict[str, widgets.ValueWidget], *, figsize: tuple[float, float] = (9, 3.6), dpi: int = 90
     ) -> None:
         self.controls = controls
-        self.figure = Figure(figsize=figsize, dpi=dpi, layout="constrained")
-        self.canvas = FigureCanvasAgg(self.figure)
-        self.image = widgets.Image(format="png")
+        self.css_dpi = dpi  # CSS pixels per inch: the figure shows at figsize * dpi CSS pixels
+        override = os.environ.get("MHA_LESSON_PIXEL_RATIO")
+        if override:
+            self.pixel_ratio = int(override)
+        self.figure = self.new_figure(figsize, layout="constrained")
+        self.canvas = self.figure.canvas
+        # Its own width (set on each render), neither stretched to the output area by the box (its default) nor
+        # shrunk in a narrow window (the output area scrolls instead): text keeps the size it was drawn at.
+        self.image = widgets.Image(
+            format="png", layout=widgets.Layout(align_self="flex-start", max_width="none", height="auto")
+        )
         self.image.add_class("mha-figure")
         self.message = widgets.HTML(layout=widgets.Layout(display="none"))
         self.message.add_class("mha-message")
@@ -92,6 +162,8 @@ class Explorer:
         self._held = False
         self.moving: list[Artist] = []  # drawn on every render, over the cached still background
         self._backgrounds: OrderedDict[Hashable, Any] = OrderedDict()
+        self.key_artists: list[Artist] = []  # still, but drawn per background key (see follow_key)
+        self._common: dict[FigureCanvasAgg, Any] = {}  # per canvas: the background without the key artists
         box = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
         box.add_class("mha-controls")
         self.widget = widgets.VBox([box, self.message, self.image])
@@ -99,8 +171,10 @@ class Explorer:
         self.widget.add_class(f"mha-explorer-{type(self).__name__}")  # lets the browser tests name it
         for control in controls.values():
             control.observe(self._on_change, names="value")
-        self.setup(self.figure)
+        with matplotlib.rc_context(RC):  # the series' fonts, whatever the notebook set (refresh does the same)
+            self.setup(self.figure)
         self.refresh()
+        self.warm()
 
     # --- to implement -------------------------------------------------------------------------------
     def setup(self, fig: Figure) -> None:
@@ -116,6 +190,17 @@ class Explorer:
         raise NotImplementedError
 
     # --- machinery -----------------------------------------------------------------------------------
+    def new_figure(self, figsize: tuple[float, float], layout: str = "none") -> Figure:
+        """A figure of figsize inches at this explorer's render dpi (css_dpi * pixel_ratio), with an Agg canvas."""
+        fig = Figure(figsize=figsize, dpi=self.css_dpi * self.pixel_ratio, layout=layout)
+        FigureCanvasAgg(fig)  # attaches itself as fig.canvas
+        return fig
+
+    def css_size(self) -> tuple[int, int]:
+        """(width, height) at which the page shows the figure, in CSS pixels."""
+        w, h = self.figure.get_size_inches() * self.css_dpi
+        return round(w), round(h)
+
     def add_readout(self, widget: widgets.Widget) -> widgets.Widget:
         """Show a text widget (e.g. widgets.HTML) between the controls and the figure."""
         widget.add_class("mha-readout")
@@ -146,14 +231,17 @@ class Explorer:
     def refresh(self) -> None:
         """Recompute, redraw and re-render; on ValueError show its message instead of the plot."""
         # Explorer problems are small: one BLAS thread is faster, and stays fast while the browser is busy.
-        with one_blas_thread():
+        with one_blas_thread(), matplotlib.rc_context(RC):
             try:
                 self.data = self.compute(**self.values())
             except ValueError as exc:
                 self.show_message(str(exc))
                 return
             self.draw(self.data)
-            self.image.value = self.render_png()
+            png = self.render_png()
+            # The size first, so the new picture never shows at the previous figure's size.
+            self.image.layout.width = f"{self.css_size()[0]}px"
+            self.image.value = png
         self.error = None
         self.message.value = ""
         self.message.layout.display = "none"
@@ -174,6 +262,13 @@ class Explorer:
             artist.set_animated(True)
         self.moving.extend(artists)
 
+    def follow_key(self, *artists: Artist) -> None:
+        """Mark still artists that change only with background_key(): full draws leave them out, and each key's
+        cached background is the common one with these drawn on top."""
+        for artist in artists:
+            artist.set_animated(True)
+        self.key_artists.extend(artists)
+
     def background_key(self) -> Hashable:
         """What the still background depends on besides the figure (e.g. axis limits that follow a control)."""
         return None
@@ -181,11 +276,17 @@ class Explorer:
     def invalidate_background(self) -> None:
         """Drop every cached background: the next render draws the still parts again."""
         self._backgrounds.clear()
+        self._common.clear()
 
     def render_png(self) -> bytes:
         """The figure as PNG bytes: the cached background with the moving artists on top (or a full draw)."""
+        # Under the series' rcParams, as every draw of an explorer: tick spacing reads the tick font size at draw time.
+        with matplotlib.rc_context(RC):
+            return self._render_png()
+
+    def _render_png(self) -> bytes:
         canvas = self.canvas
-        if not self.moving:
+        if not self.moving and not self.key_artists:
             canvas.draw()
         else:
             key = (canvas, self.background_key())
@@ -193,10 +294,7 @@ class Explorer:
                 canvas.restore_region(self._backgrounds[key])
                 self._backgrounds.move_to_end(key)
             else:
-                canvas.draw()  # everything but the animated artists
-                self._backgrounds[key] = canvas.copy_from_bbox(self.figure.bbox)
-                while len(self._backgrounds) > self.backgrounds_kept:
-                    self._backgrounds.popitem(last=False)
+                self._store_background(key)
             for artist in self.moving:
                 self.figure.draw_artist(artist)
             for ax in self.figure.axes:  # frames back on top of bars and images, as in a full draw
@@ -204,12 +302,60 @@ class Explorer:
                     for spine in ax.spines.values():
                         if not spine.get_animated():  # an animated spine was drawn with the moving artists
                             ax.draw_artist(spine)
-        buf = io.BytesIO()
-        rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-        # The figure is opaque, so RGB loses nothing and encodes faster. Flat colours compress well even at
-        # level 1, which encodes several times faster than the default 6.
-        rgba.convert("RGB").save(buf, format="png", compress_level=1)
-        return buf.getvalue()
+        return encode_png(np.asarray(canvas.buffer_rgba()))
+
+    def _store_background(self, key: Hashable) -> None:
+        """Paint the background and cache it under key, dropping the least recently used beyond backgrounds_kept."""
+        self._paint_background()
+        self._backgrounds[key] = self.canvas.copy_from_bbox(self.figure.bbox)
+        while len(self._backgrounds) > self.backgrounds_kept:
+            self._backgrounds.popitem(last=False)
+
+    def warm(self) -> None:
+        """Paint ahead the backgrounds one step either way on each of `warm_controls` (called after the first draw).
+
+        A move to a value whose background is not cached pays for painting it; warming moves that cost from the
+        learner's first move to the notebook's run. The picture shown does not change.
+        """
+        if self.error is not None or not (self.moving or self.key_artists):
+            return
+        with matplotlib.rc_context(RC):
+            self._warm()
+
+    def _warm(self) -> None:
+        shown, values = self.data, self.values()
+        for name in self.warm_controls:
+            for value in neighbours(self.controls[name]):
+                try:
+                    data = self.compute(**{**values, name: value})
+                except ValueError:  # not a valid combination with the other controls: nothing to warm
+                    continue
+                self.data = data
+                self.draw(data)
+                key = (self.canvas, self.background_key())
+                if key not in self._backgrounds:
+                    self._store_background(key)
+        self.data = shown
+        self.draw(shown)
+        current = (self.canvas, self.background_key())
+        if current in self._backgrounds:
+            self._backgrounds.move_to_end(current)  # the shown one is the last to be dropped
+        self._render_png()  # the canvas holds the shown picture again (the image never changed)
+
+    def _paint_background(self) -> None:
+        """Paint the still parts: the common background (drawn in full once per canvas), then the key artists."""
+        canvas = self.canvas
+        if not self.key_artists:
+            canvas.draw()  # everything but the animated artists
+            return
+        if canvas in self._common:
+            canvas.restore_region(self._common[canvas])
+        else:
+            canvas.draw()  # everything but the animated and key artists
+            self._common[canvas] = canvas.copy_from_bbox(self.figure.bbox)
+        for artist in self.key_artists:
+            if artist.get_figure(root=True) is self.figure:  # a subclass that swaps figures keeps them all here
+                self.figure.draw_artist(artist)
 
     def _on_change(self, change: dict) -> None:
         if self._held:
@@ -240,9 +386,13 @@ class Explorer:
 
         self.before_redraw(update_options, d_model)  # fix h first, then redraw once with a valid pair
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict:
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict, dict]:
         bundle = self.widget._repr_mimebundle_(**kwargs)
+        metadata = {}
         if self.error is None:
-            # A static fallback: JupyterLab prefers the live widget; static HTML export shows this PNG.
+            # A static fallback: JupyterLab prefers the live widget; static HTML export shows this PNG, at its CSS
+            # size (the PNG has pixel_ratio times as many pixels).
             bundle["image/png"] = base64.b64encode(self.image.value).decode("ascii")
-        return bundle
+            width, height = self.css_size()
+            metadata["image/png"] = {"width": width, "height": height}
+        return bundle, metadata

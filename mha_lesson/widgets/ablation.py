@@ -10,11 +10,11 @@ from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 
 from ..demos.toy import HEAD_NAMES, TOKENS, toy_embeddings, toy_params
 from ..multihead import multi_head_attention, multi_head_attention_loop
-from ..plots.heads import labelled_bars
 from ..projections import init_params
 from ._base import Explorer, divisors, fixed_margins
 from .attention_maps import SOURCES
@@ -29,18 +29,21 @@ def ablation(source: str = "toy sentence", h: int = 4, seed: int = 0, off: int =
 
     Returns out (n, d_model); changes (h,) = ||out - out without head i|| / ||out|| (Frobenius);
     delta (n, d_model) = out - out without head `off` (zeros when off = -1); contribution = head_off W^O_off
-    from the loop's trace (equal to delta); tokens (None for random inputs); names of the heads.
+    from the loop's trace (equal to delta); tokens (None for random inputs); names of the heads; bar_labels
+    (short names for the bars: the toy heads' roles, or their numbers).
     """
     if source not in SOURCES:
         raise ValueError(f"source: expected one of {SOURCES}, got {source!r}")
     if source == "toy sentence":
         x, params, tokens = toy_embeddings(), toy_params(), TOKENS
         names = tuple(f"head {i} ({name})" for i, name in enumerate(HEAD_NAMES))
+        bar_labels = tuple(f"{i}\n{name.replace(' ', chr(10))}" for i, name in enumerate(HEAD_NAMES))  # 2-3 lines
     else:
         if h not in HEADS:
             raise ValueError(f"h: expected one of {HEADS} (divisors of d_model={D_MODEL}), got {h!r}")
         x = np.random.default_rng(seed).standard_normal((N, D_MODEL))  # (n, d_model)
         params, tokens, names = init_params(D_MODEL, h, seed=seed), None, tuple(f"head {i}" for i in range(h))
+        bar_labels = tuple(str(i) if h <= 8 or i % 2 == 0 else "" for i in range(h))  # 16 numbers would touch
     if isinstance(off, bool) or not isinstance(off, (int, np.integer)) or not NONE <= off < params.h:
         raise ValueError(f"off: expected -1 (none) or a head index below h={params.h}, got {off!r}")
     out, _, trace = multi_head_attention_loop(x, x, x, params, return_trace=True)
@@ -61,6 +64,7 @@ def ablation(source: str = "toy sentence", h: int = 4, seed: int = 0, off: int =
         "contribution": contribution,
         "tokens": tokens,
         "names": names,
+        "bar_labels": bar_labels,
         "h": params.h,
     }
 
@@ -98,7 +102,7 @@ class AblationExplorer(Explorer):
         controls["off"].style.button_width = "4.5em"
         self.text = widgets.HTML()
         self.layout_key: tuple | None = None
-        super().__init__(controls, figsize=(11, 3.6), dpi=80)
+        super().__init__(controls, figsize=(11, 4), dpi=80)
         self.add_readout(self.text)
         self.before_redraw(self.update_off_options, "source", "h")  # offer only existing heads to switch off
         self.update_off_options()
@@ -109,7 +113,7 @@ class AblationExplorer(Explorer):
         return [("none", NONE)] + [(str(i), i) for i in range(h)]
 
     def update_off_options(self, change: dict | None = None) -> None:
-        """Offer only existing heads; grey out what the toy sentence fixes."""
+        """Offer only existing heads (a toy head's button tells its role on hover); grey out what the toy fixes."""
         toy = self.controls["source"].value == "toy sentence"
         h = 4 if toy else self.controls["h"].value
         self.controls["h"].disabled = self.controls["seed"].disabled = toy
@@ -119,11 +123,13 @@ class AblationExplorer(Explorer):
             with self.hold():
                 off.options = self.off_options(h)
                 off.value = current if current < h else NONE
+        off.tooltips = ["every head on", *(HEAD_NAMES if toy else (f"head {i}" for i in range(h)))]
 
     def setup(self, fig: Figure) -> None:
         """Bars of every head's effect on the left, the selected change on the right."""
         # Fixed margins (inches): constrained layout would measure every label again at each change.
-        fixed_margins(fig, left=0.75, right=0.1, top=0.35, bottom=0.55, wspace=0.22)
+        # bottom: room for the toy heads' numbers and names, three lines under each bar
+        fixed_margins(fig, left=0.75, right=0.1, top=0.35, bottom=0.95, wspace=0.22)
         self.ax_bars, self.ax_delta = fig.subplots(1, 2, width_ratios=(1, 2.2))
         # Changes in units of the largest |output| entry: one fixed scale for every head, input and seed, so
         # bigger changes look bigger and the colour bar stays in the cached background.
@@ -133,7 +139,14 @@ class AblationExplorer(Explorer):
         self.figure.colorbar(self.im, ax=self.ax_delta, label="Δ / max |output|", shrink=0.85)
         self.ax_delta.set_xlabel("output feature (column of out)")
         self.ax_delta.set_ylabel("token (query position)")
+        self.ax_bars.set_title("effect of switching one head off")
+        self.ax_bars.set_xlabel("head switched off")
+        self.ax_bars.set_ylabel("‖Δ output‖ / ‖output‖ (ratio)")
+        self.bars: BarContainer | None = None  # made in draw: one bar per head
         self.animate(self.im, self.ax_delta.title)
+        # The bars' labels and y range, and the rows' labels, follow h, the input and the largest change: drawn
+        # per background key over the common background (a full draw on each new h cost about 0.2 s).
+        self.follow_key(self.ax_bars.xaxis, self.ax_bars.yaxis, self.ax_delta.yaxis)
 
     def compute(self, source: str, h: int, seed: int, off: int) -> dict[str, Any]:
         """ablation at the controls' values."""
@@ -143,17 +156,13 @@ class AblationExplorer(Explorer):
         """Update bars (rebuilt when h changes) and the change heatmap."""
         h, off = data["h"], data["off"]
         key = (h, data["tokens"] is None)
-        if self.layout_key is None or key[0] != self.layout_key[0]:
-            self.ax_bars.clear()
-            self.bars = labelled_bars(
-                self.ax_bars,
-                [str(i) for i in range(h)],
-                data["changes"],
-                title="effect of switching one head off",
-                xlabel="head switched off",
-                ylabel="‖Δ output‖ / ‖output‖ (ratio)",
-            )
-            self.moving = [self.im, self.ax_delta.title]  # the old bars went with ax_bars.clear()
+        if key != self.layout_key:  # another number of heads, or names instead of numbers under the bars
+            if self.bars is not None:
+                self.bars.remove()
+            self.bars = self.ax_bars.bar(range(h), data["changes"], color="C0")
+            self.ax_bars.set_xticks(range(h), data["bar_labels"])
+            self.ax_bars.set_xlim(-0.6, h - 0.4)
+            self.moving = [self.im, self.ax_delta.title]  # not the old bars
             self.animate(*self.bars)
         for i, bar in enumerate(self.bars):
             bar.set_height(data["changes"][i])

@@ -8,7 +8,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -27,6 +27,14 @@ MAX_N = 256  # a 256 x 256 heatmap is still legible as a picture; larger n would
 MAX_HEADS = 16  # more panels than this would be too small to read
 RANDOM_ONLY = ("d_model", "h", "n", "seed")  # controls the toy sentence fixes by construction
 DPI = 80
+MAX_WIDTH = 11.8  # inches: at DPI, the figure fits a JupyterLab cell (about 950 CSS pixels) at its natural size
+MAX_COLUMNS = 4  # panels per row: more heads make more rows, so a 256 x 256 map keeps a readable size
+# Colour scales: one 0-1 scale for every panel, or a log scale from each panel's own largest weight down three
+# decades. A long sequence spreads a row's weight over many keys (about 1/n each), which the shared scale shows
+# as near-black; a linear scale to the panel's max would not help much, since one large weight sets that max.
+# On a log scale the colours follow the scores themselves: log w = score - log(sum of exp(scores)).
+SCALES = (("0 to 1, shared", "shared"), ("log, per panel", "panel"))
+DECADES = 3  # the log scale shows weights from max / 10**DECADES (and anything smaller) up to max
 
 
 def attention_maps(
@@ -76,6 +84,21 @@ def attention_maps(
     }
 
 
+def shown_maps(data: dict[str, Any], scale: str = "shared") -> tuple[np.ndarray, list[str]]:
+    """What the panels show (h, n, n), in [0, 1], and their titles: the weights themselves (scale "shared"), or
+    (scale "panel") log10(weight / the panel's largest weight) from -DECADES (0) to 0 (1)."""
+    weights, titles = data["weights"], list(data["titles"])
+    if scale == "shared":
+        return weights, titles
+    if scale != "panel":
+        raise ValueError(f"scale: expected 'shared' or 'panel', got {scale!r}")
+    peaks = weights.max(axis=(-2, -1))  # (h,)
+    with np.errstate(divide="ignore"):  # a zero weight (masked key) is -inf decades down: clipped to the bottom
+        decades = np.log10(weights / np.where(peaks > 0, peaks, 1.0)[:, None, None])  # (h, n, n) / (h, 1, 1)
+    shown = (np.clip(decades, -DECADES, 0.0) + DECADES) / DECADES
+    return shown, titles
+
+
 def describe(data: dict[str, Any]) -> str:
     """One line saying what the maps show."""
     w = data["weights"]
@@ -86,16 +109,27 @@ def describe(data: dict[str, Any]) -> str:
         else "random x ~ N(0, 1) with Glorot-uniform W^Q, W^K (untrained)"
     )
     mask = "causal mask on (a query sees only keys at or before it)" if data["causal"] else "no mask"
+    scale = ""
+    if data.get("scale") == "panel":
+        peaks = ", ".join(f"{p:.2g}" for p in w.max(axis=(-2, -1)))
+        scale = (
+            " Colours: a log scale per panel, from its largest weight down to a thousandth of it, so spread-out rows"
+            f" stay visible. Largest weight of each panel: {peaks}."
+        )
     return (
         f"{where}: d_model = {data['d_model']}, h = {data['h']}, d_k = {data['d_k']}, n = {data['n']}; {mask}. "
-        f"Mean largest weight per row: {peak:.3g} (uniform would be 1/n = {1 / data['n']:.3g})."
+        f"Mean largest weight per row: {peak:.3g} (uniform would be 1/n = {1 / data['n']:.3g}).{scale}"
     )
 
 
 class AttentionMapExplorer(Explorer):
-    """Controls source, d_model, h, n, seed, causal -> a grid of per-head heatmaps (queries on rows)."""
+    """Controls source, d_model, h, n, seed, causal, colour scale -> a grid of per-head heatmaps (queries on rows)."""
 
-    backgrounds_kept = 8  # one per recently shown grid (h and labelling) and title (input and mask)
+    backgrounds_kept = 6  # one per recently shown grid (h and labelling) and title (input, mask and scale)
+    warm_controls = ("h",)  # a new h builds a new grid: the two next to the starting h are built ahead
+    # 1x: up to 16 panels of up to 256 x 256 cells; at 2x a move took about 60 ms of kernel time against 40 (median)
+    # and the slow tenth 130-160 against 80 (a new grid), measured on a loaded 2-core machine.
+    pixel_ratio = 1
 
     def __init__(
         self,
@@ -105,6 +139,7 @@ class AttentionMapExplorer(Explorer):
         n: int = 12,
         seed: int = 0,
         causal: bool = False,
+        scale: str = "shared",
     ) -> None:
         controls = {
             "source": widgets.ToggleButtons(options=SOURCES, value=source, description="input"),
@@ -113,7 +148,9 @@ class AttentionMapExplorer(Explorer):
             "n": widgets.IntSlider(value=n, min=1, max=MAX_N, description="n (tokens)", continuous_update=False),
             "seed": widgets.IntSlider(value=seed, min=0, max=20, description="seed", continuous_update=False),
             "causal": widgets.Checkbox(value=causal, description="causal mask"),
+            "scale": widgets.ToggleButtons(options=SCALES, value=scale, description="colours"),
         }
+        controls["scale"].style.button_width = "11em"
         self.text = widgets.HTML()
         self.layout_key: tuple | None = None
         self.grids: dict[tuple, dict[str, Any]] = {}  # one figure per (h, labelled), built on first use
@@ -132,9 +169,12 @@ class AttentionMapExplorer(Explorer):
     def setup(self, fig: Figure) -> None:
         """Axes are made in draw: their number depends on h."""
 
-    def compute(self, source: str, d_model: int, h: int, n: int, seed: int, causal: bool) -> dict[str, Any]:
-        """attention_maps at the controls' values."""
-        return attention_maps(source, d_model, h, n, seed, causal)
+    def compute(self, source: str, d_model: int, h: int, n: int, seed: int, causal: bool, scale: str) -> dict[str, Any]:
+        """attention_maps at the controls' values, with what the panels show on the chosen colour scale."""
+        data = attention_maps(source, d_model, h, n, seed, causal)
+        data["scale"] = scale
+        data["shown"], data["shown_titles"] = shown_maps(data, scale)
+        return data
 
     def draw(self, data: dict[str, Any]) -> None:
         """Switch to the grid for this h and labelling (built on first use), then update it in place."""
@@ -148,25 +188,31 @@ class AttentionMapExplorer(Explorer):
             self.moving = []  # the previous grid's artists
             self.animate(*grid["animated"])
             self.layout_key = key
-        set_heatmaps(self.images, data["weights"], data["titles"])
-        self.grids[key]["suptitle"].set_text(self.heading(data))
+        set_heatmaps(self.images, data["shown"], data["shown_titles"])
+        grid = self.grids[key]
+        grid["suptitle"].set_text(self.heading(data))
+        set_colour_scale(grid["colorbar"], data["scale"])
         self.text.value = describe(data)
 
     def build(self, data: dict[str, Any]) -> dict[str, Any]:
         """A new figure with a grid of h heatmaps, laid out by fixed margins (token labels need more room)."""
         h, labelled = data["h"], data["tokens"] is not None
-        ncols = min(h, 8)
+        ncols = min(h, MAX_COLUMNS)
         rows = math.ceil(h / ncols)
-        panel = min(2.6 if labelled else 2.2, 13.0 / ncols)  # inches per heatmap
+        panel = min(2.6 if labelled else 2.2, (MAX_WIDTH - 2.3) / ncols)  # inches per heatmap
         top = 1.15 if labelled else 0.95  # figure title, panel title, key label, key ticks (rotated words)
         gap = 0.95  # between rows of panels: their titles and key ticks
         size = (max(6.0, 1.0 + panel * ncols + 1.3), top + 0.1 + panel * rows + gap * (rows - 1))
-        fig = Figure(figsize=size, dpi=DPI)
-        canvas = FigureCanvasAgg(fig)
+        fig = self.new_figure(size)
+        canvas = fig.canvas
         left = 0.85 if labelled else 0.7
         fixed_margins(fig, left=left, right=0.05, top=top, bottom=0.1, wspace=0.08, hspace=gap / panel)
-        images = heatmap_grid(fig, data["weights"], data["tokens"], titles=data["titles"], ncols=ncols)
+        images = heatmap_grid(fig, data["shown"], data["tokens"], titles=data["shown_titles"], ncols=ncols)
         suptitle = fig.suptitle("", y=1 - 0.08 / size[1], va="top")
+        colorbar = images[0].colorbar
+        # The title and the colour bar's label follow the input, mask and scale: drawn into a background per
+        # heading over the grid's common one, not by a full draw.
+        self.follow_key(suptitle, colorbar.ax.yaxis)
         animated = [*images]  # what changes on a move: draw animates them when it shows this grid
         for i, im in enumerate(images):
             animated.extend(im.axes.spines.values())  # the heatmap covers its frame: draw the frame again
@@ -184,7 +230,14 @@ class AttentionMapExplorer(Explorer):
                 im.axes.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True, min_n_ticks=1))
                 animated.extend([im.axes.xaxis, im.axes.yaxis])
                 still_axis_labels(im.axes)
-        return {"figure": fig, "canvas": canvas, "images": images, "suptitle": suptitle, "animated": animated}
+        return {
+            "figure": fig,
+            "canvas": canvas,
+            "images": images,
+            "suptitle": suptitle,
+            "colorbar": colorbar,
+            "animated": animated,
+        }
 
     def background_key(self) -> str:
         """The figure title (it follows the input and the mask); the base tells grids apart.
@@ -197,7 +250,21 @@ class AttentionMapExplorer(Explorer):
     def heading(data: dict[str, Any]) -> str:
         """Figure title."""
         mask = ", causal" if data["causal"] else ""
-        return f"attention weights per head ({data['source']}{mask}): rows = queries, columns = keys"
+        scale = "" if data["scale"] == "shared" else "; colours: log scale per panel"
+        return f"attention weights per head ({data['source']}{mask}): rows = queries, columns = keys{scale}"
+
+
+def set_colour_scale(colorbar: Colorbar, scale: str) -> None:
+    """Ticks and label of the shared colour bar for the scale the panels show (see shown_maps)."""
+    if scale == "shared":
+        ticks, labels = np.linspace(0, 1, 6), [f"{t:.1f}" for t in np.linspace(0, 1, 6)]
+        colorbar.set_label("weight (row sums to 1)")
+    else:
+        ticks = np.linspace(0, 1, DECADES + 1)  # one tick per decade
+        labels = [f"{10.0**-d:g}" for d in range(DECADES, -1, -1)]
+        labels[0] = f"≤{labels[0]}"
+        colorbar.set_label("weight ÷ panel max, log scale")
+    colorbar.set_ticks(ticks, labels=labels)
 
 
 def still_axis_labels(ax: Axes) -> None:

@@ -51,7 +51,7 @@ class ComplexityExplorer(Explorer):
             "h": widgets.SelectionSlider(options=divisors(d_model), value=h, description="h"),
         }
         self.readout = widgets.HTML()
-        super().__init__(controls, figsize=(11, 4))
+        super().__init__(controls, figsize=(11, 4), dpi=86)  # 946 CSS pixels: the width of a cell
         self.add_readout(self.readout)
         self.keep_heads_valid()
         # The first render laid the axes out; keeping that layout saves re-solving it on every move.

@@ -18,7 +18,7 @@ from ..demos.toy import TOKENS
 from ..multihead import multi_head_attention
 from ..plots.attention import attention_heatmap
 from ..projections import init_params
-from ._base import Explorer, settle_layout
+from ._base import Explorer, pin_axis_labels, settle_layout
 
 # --- cross-attention: how the shapes follow n_q and n_kv ----------------------------------------------------
 
@@ -121,10 +121,7 @@ class CrossAttentionExplorer(Explorer):
     def setup(self, fig: Figure) -> None:
         """One heatmap per head over every position up to MAX_LEN; positions beyond n_q or n_kv stay grey."""
         axes = fig.subplots(1, X_H)
-        fig.suptitle(
-            f"random sequences through a random {X_H}-head layer (d_model = {X_DMODEL}); "
-            "grey: no such position at these lengths"
-        )
+        self.suptitle = fig.suptitle(self.heading(MODES[0]), fontsize="large")
         # A fixed MAX_LEN x MAX_LEN grid: a length change only recolours cells, so axes, ticks and labels
         # are painted once per mode and reused (relabelling every tick on each move cost most of a refresh).
         empty, labels = np.ma.masked_array(np.zeros((MAX_LEN, MAX_LEN)), mask=True), [f"y{i}" for i in range(MAX_LEN)]
@@ -144,8 +141,17 @@ class CrossAttentionExplorer(Explorer):
             im.set_cmap(im.get_cmap().with_extremes(bad="0.88"))  # masked = beyond the sequence
             im.axes.set_ylabel("query (decoder position)")
         settle_layout(fig)
+        pin_axis_labels(*axes)
         self.labelled_mode: str | None = None  # the mode whose key labels the axes now show
+        # The key labels and the figure title follow the mode: a background per mode, drawn over the common one.
+        self.follow_key(self.suptitle, *(ax.xaxis for ax in axes))
         self.animate(*self.images, *(im.axes.title for im in self.images))
+
+    @staticmethod
+    def heading(mode: str) -> str:
+        """Figure title: two random sequences for cross-attention, one for self-attention."""
+        what = "two random sequences (decoder y, encoder x)" if mode == "cross-attention" else "one random sequence y"
+        return f"{what}, a random {X_H}-head layer (d_model = {X_DMODEL}); grey: no such position"
 
     def compute(self, mode: str, n_q: int, n_kv: int, causal: bool) -> dict[str, Any]:
         """attention_shapes at the controls' values."""
@@ -167,6 +173,7 @@ class CrossAttentionExplorer(Explorer):
             for im in self.images:
                 im.axes.set_xticks(range(MAX_LEN), [f"{'x' if cross else 'y'}{j}" for j in range(MAX_LEN)], rotation=90)
                 im.axes.set_xlabel(f"key ({'encoder' if cross else 'decoder'} position)")
+            self.suptitle.set_text(self.heading(data["mode"]))
             self.labelled_mode = data["mode"]
         self.text.value = describe_shapes(data)
 

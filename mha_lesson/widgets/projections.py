@@ -15,7 +15,7 @@ from ..multihead import multi_head_attention_loop
 from ..plots.attention import attention_heatmap
 from ..plots.projections import set_token_plane, token_plane
 from ..projections import MHAParams, init_params
-from ._base import Explorer, divisors, settle_layout
+from ._base import Explorer, divisors, pin_axis_labels, settle_layout
 
 D_MODEL = 16
 # A 2-D picture of a head's space needs d_k >= 2, so h stops at d_model / 2.
@@ -109,6 +109,9 @@ class ProjectionExplorer(Explorer):
     """Controls h, head, view, shared, seed -> one head's queries and keys in 2-D, beside its attention map."""
 
     backgrounds_kept = 8  # (view, plane size) pairs: nice_limit keeps them few
+    # 1x: its 16 labels make it the costliest explorer per move (about 70 ms of kernel time at 1x, 90-120 at 2x,
+    # measured on a loaded 2-core machine), so the sharper 2x picture would cost the latency budget.
+    pixel_ratio = 1
 
     def __init__(self, h: int = 4, head: int = 0, seed: int = 0) -> None:
         controls = {
@@ -155,6 +158,10 @@ class ProjectionExplorer(Explorer):
         self.ax_plane.set_xlabel("coordinate 0 of the head's space (its first column)")
         self.ax_plane.set_ylabel("coordinate 1 (its second column)")
         settle_layout(fig)
+        pin_axis_labels(self.ax_plane)
+        # The plane's ticks follow its size and its axis labels the view: a background per (view, size), drawn
+        # over the common one (a full draw on each new size was the slowest move).
+        self.follow_key(self.ax_plane.xaxis, self.ax_plane.yaxis)
 
     def compute(self, h: int, head: int, view: str, shared: bool, seed: int) -> dict[str, Any]:
         return projection_view(h, head, view, shared, seed)

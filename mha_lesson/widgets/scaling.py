@@ -25,7 +25,7 @@ from ..plots.scaling import (
     set_variance,
     variance_axes,
 )
-from ._base import Explorer, settle_layout
+from ._base import Explorer, pin_axis_labels, settle_layout
 
 D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
 MAX_N = 256
@@ -77,7 +77,8 @@ class ScalingExplorer(Explorer):
     """Slider d_k (and n, seed) -> the scores (two histograms, variance against d_k) and what the softmax makes
     of them (one attention row, entropy and max weight against d_k), unscaled and scaled."""
 
-    backgrounds_kept = len(D_KS)  # one per d_k
+    backgrounds_kept = 3  # d_k backgrounds: each is cheap to paint again, and large at 2x (about 6 MB)
+    warm_controls = ("d_k",)  # the first move to either side of the starting d_k finds its background ready
 
     def __init__(self, d_k: int = 64, n: int = 32, seed: int = 0) -> None:
         controls = {
@@ -110,13 +111,22 @@ class ScalingExplorer(Explorer):
             "current d_k": self.sat["max_cursor"],
         }
         self.legend = fig.legend(
-            list(key.values()), list(key), loc="outside upper center", ncols=len(key), fontsize=8, frameon=False
+            list(key.values()), list(key), loc="outside upper center", ncols=3, fontsize=9, frameon=False
         )
-        # What a move changes; the rest (axis limits included) depends only on d_k: see background_key.
-        self.animate(self.hist["raw"], self.hist["scaled"])  # (their titles hold d_k only: background)
+        # What a move changes. The histograms' axes follow d_k (limits, so ticks, grid, titles and the band of the
+        # scaled range): they go into a background per d_k, drawn over the common one (a full draw, about 0.3 s,
+        # on the first visit of each d_k would be the slowest move of the explorer).
+        ax_raw, ax_scaled = self.hist["axes"]  # (the scaled panel's x axis is always ±4: common background)
+        self.follow_key(ax_raw.xaxis, ax_raw.yaxis, ax_scaled.yaxis, self.hist["scaled_range"])
+        self.follow_key(self.hist["raw_title"], self.hist["scaled_title"])
+        self.animate(self.hist["raw"], self.hist["scaled"])
         self.animate(self.var["var_raw"], self.var["var_scaled"], self.var["var_cursor"])
         self.animate(self.row["raw"], self.row["scaled"])
         self.animate(*(artist for name, artist in self.sat.items() if name != "axes"))
+
+    def background_key(self) -> int:
+        """The histograms' axes (see follow_key in setup) follow d_k; the rest of the background is fixed."""
+        return self.data["d_k"]
 
     def compute(self, d_k: int, n: int, seed: int) -> dict[str, Any]:
         """scaling_stats at the controls' values."""
@@ -128,16 +138,13 @@ class ScalingExplorer(Explorer):
             # ... with the unscaled histogram's widest tick labels (those of the largest d_k), so that none overlap.
             set_score_histograms(self.hist, data["raw"], data["scaled"], D_KS[-1])
             settle_layout(self.figure)
+            pin_axis_labels(*self.hist["axes"])
             self.settled = True
         set_score_histograms(self.hist, data["raw"], data["scaled"], data["d_k"])
         set_variance(self.var, data["curves"], data["d_k"])
         set_row(self.row, data["row_raw"], data["row_scaled"])
         set_saturation(self.sat, data["curves"], data["d_k"], data["n"])
         self.text.value = self.summary(data)
-
-    def background_key(self) -> int:
-        """The background holds the histograms' axis limits and titles, which follow d_k (the rest is fixed)."""
-        return self.data["d_k"]
 
     @staticmethod
     def summary(data: dict[str, Any]) -> str:

@@ -69,3 +69,58 @@ def test_problems_are_reported_by_kind_of_control():
 def test_explorer_name_prefers_the_dom_class_then_the_cells_last_call(name, source, expected):
     cells = [{"source": ""}] * 3 + [{"source": source}]
     assert _lab.explorer_name("09_x.ipynb", {"name": name, "cell": 3}, cells) == expected
+
+
+def test_percentile_interpolates_like_numpy():
+    values = [40.0, 10.0, 30.0, 20.0, 100.0]
+    # numpy.percentile(values, 90) with linear interpolation: rank 3.6 between 40 and 100
+    assert _lab.percentile(values, 90) == pytest.approx(40.0 + 0.6 * 60.0)
+    assert _lab.percentile(values, 50) == statistics.median(values)
+    assert _lab.percentile([7.0], 90) == 7.0
+
+
+def test_the_table_reports_the_90th_percentile_over_every_slider_move():
+    moves = [_lab.Move("a", "s", float(ms)) for ms in range(10, 110, 10)] + [_lab.Move("b", "t", 500.0)]
+    rows = _lab.latency_rows([_lab.Visit("x.ipynb", moves=moves)])
+    assert {r["explorer"]: r["p90_ms"] for r in rows} == {"a": pytest.approx(91.0), "b": 500.0}
+    every = _lab.pooled(rows)
+    assert every["moves"] == 11 and every["p90_ms"] == pytest.approx(100.0)  # 10..100 and 500: rank 9 of 0..10
+    line = next(x for x in _lab.latency_table(rows).splitlines() if x.startswith("every slider move"))
+    assert line.split()[3:5] == ["60", "100"]  # median and p90
+
+
+def image(cell, shown, declared=None, pixels=800, explorer=False):
+    return {"cell": cell, "explorer": explorer, "shown": shown, "declared": declared, "pixels": pixels}
+
+
+def test_an_image_shown_beyond_its_natural_css_size_is_a_problem():
+    at_1400 = [
+        image(1, 950, declared=950, pixels=1900),  # retina, at its size
+        image(2, 964, declared=464, pixels=928, explorer=True),  # stretched by its box: 2.08x
+        image(3, 968, pixels=1510),  # a wide 1x figure shrunk: 0.64x
+        image(4, 800, pixels=800),  # no declared width: natural size is its pixels
+    ]
+    problems = _lab.Visit("x.ipynb", images={1400: at_1400}).image_size_problems
+    assert [p.split(":")[0] for p in problems] == ["cell 2", "cell 3"]
+    assert "2.08x" in problems[0] and "0.64x" in problems[1]
+
+
+def test_an_explorer_that_widens_with_the_window_is_reported():
+    narrow = [image(1, 700, 700, explorer=True), image(2, 900, 900, explorer=True), image(3, 900, 900)]
+    wide = [image(1, 700, 700, explorer=True), image(2, 1300, 900, explorer=True), image(3, 1300, 900)]
+    growing = _lab.Visit("x.ipynb", images={1200: narrow, 1600: wide}).growing_explorers
+    assert len(growing) == 1 and growing[0].startswith("cell 2")
+
+
+def test_the_benchmark_compares_pixel_ratios_explorer_by_explorer():
+    from mha_lesson.bench.browser import comparison
+
+    one = _lab.Visit("x.ipynb", moves=[_lab.Move("a", "s", ms) for ms in (10.0, 20.0, 30.0)])
+    moves = [_lab.Move("a", "s", ms) for ms in (40.0, 50.0, 60.0)] + [_lab.Move("b", "t", 9.0)]
+    two = _lab.Visit("x.ipynb", moves=moves)
+    lines = comparison({1: [one], 2: [two]}).splitlines()
+    assert lines[0].split()[-8:] == ["1x", "median", "1x", "p90", "2x", "median", "2x", "p90"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:-1]}
+    assert rows["a"] == ["20", "28", "50", "58"]  # median and p90 at 1x, then at 2x
+    assert rows["b"] == ["-", "-", "9", "9"]  # measured at one ratio only
+    assert lines[-1].split()[-4:] == ["20", "28", "45", "57"]  # every slider move, pooled per ratio

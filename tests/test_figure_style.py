@@ -1,0 +1,114 @@
+"""The series' figure defaults (mha_lesson.plots.style): figures fit a cell at their natural size, text stays
+readable, and every lesson uses the one set of defaults."""
+
+import ast
+import re
+from pathlib import Path
+
+import matplotlib
+import nbformat
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from mha_lesson.plots import style
+from mha_lesson.plots.attention import attention_heatmap, token_label
+from mha_lesson.plots.heads import matrix_image
+
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+
+
+def test_a_cell_wide_figure_is_the_cell_width_at_the_css_dpi():
+    assert style.figsize(4) == (style.WIDTH, 4)
+    assert style.WIDTH * style.DPI == style.CELL_WIDTH_PX
+    assert style.figsize(3, width=0.5) == (style.WIDTH / 2, 3)
+    fig = Figure(figsize=style.figsize(3), dpi=style.DPI)
+    assert style.css_width(fig) == pytest.approx(style.CELL_WIDTH_PX)
+    assert style.css_width(Figure(figsize=(5, 3), dpi=200), pixel_ratio=2) == pytest.approx(500)
+
+
+@pytest.mark.parametrize("width", [0, -0.5, 1.2])
+def test_a_figure_wider_than_a_cell_is_refused(width):
+    with pytest.raises(ValueError, match="^width: expected a fraction of the cell width"):
+        style.figsize(3, width=width)
+
+
+def test_use_lesson_style_sets_the_defaults_and_the_smallest_size_reads_at_9_px():
+    with matplotlib.rc_context():
+        style.use_lesson_style()  # outside IPython: the rcParams only
+        for key, value in style.RC.items():
+            assert matplotlib.rcParams[key] == (list(value) if isinstance(value, tuple) else value), key
+        sizes = [matplotlib.rcParams[k] for k in ("font.size", "xtick.labelsize", "ytick.labelsize")]
+    # The smallest default text, in CSS pixels at the series' dpi, against an independent unit conversion.
+    assert min(sizes) / 72 * style.DPI >= style.MIN_TEXT_PX
+
+
+def test_smallest_text_px_finds_the_smallest_visible_label():
+    fig = Figure(figsize=(4, 3), dpi=100)
+    FigureCanvasAgg(fig)
+    ax, hidden = fig.subplots(1, 2)
+    ax.set_title("title", fontsize=12)
+    ax.text(0.5, 0.5, "small", fontsize=7.2)
+    ax.text(0.5, 0.2, " ", fontsize=2)  # blank: not a label
+    hidden.text(0.5, 0.5, "hidden", fontsize=3)
+    hidden.set_visible(False)  # (heatmap_grid hides the unused panels of its grid this way)
+    assert style.smallest_text_px(fig) == (pytest.approx(7.2 * 100 / 72), "small")
+    assert style.smallest_text_px(fig, pixel_ratio=2)[0] == pytest.approx(7.2 * 50 / 72)
+
+
+@pytest.mark.parametrize(
+    ("token", "label"), [(".", ". (period)"), ("'", "' (apostrophe)"), (",", ", (comma)"), ("cat", "cat"), ("..", "..")]
+)
+def test_a_lone_punctuation_token_is_labelled_with_its_name(token, label):
+    assert token_label(token) == label
+
+
+def test_heatmap_tick_labels_name_punctuation_and_print_weights_at_the_size_asked():
+    fig = Figure()
+    ax = fig.subplots()
+    tokens = ["it", "'", "s", "."]
+    attention_heatmap(ax, [[0.25] * 4] * 4, tokens, tokens, annotate=True, value_size=9)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["it", "' (apostrophe)", "s", ". (period)"]
+    assert {t.get_fontsize() for t in ax.texts} == {9}
+
+
+def test_matrix_image_can_leave_the_colour_bar_to_the_caller():
+    fig = Figure()
+    ax = fig.subplots()
+    matrix_image(ax, [[1.0, -1.0]], title="t", xlabel="x", ylabel="y", colorbar=False)
+    assert len(fig.axes) == 1
+    matrix_image(ax, [[1.0, -1.0]], title="t", xlabel="x", ylabel="y")
+    assert len(fig.axes) == 2  # the colour bar's own axes
+
+
+# ------------------------------------------------------------------------------------- the lessons themselves
+def code_cells(path: Path) -> list[str]:
+    return [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+
+
+def literal_figsizes(source: str) -> list[tuple[float, float]]:
+    """Every figsize=(w, h) written as numbers in a cell (style.figsize(...) calls are cell-wide by construction)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.keyword) and node.arg == "figsize" and isinstance(node.value, ast.Tuple):
+            try:
+                found.append(tuple(float(ast.literal_eval(e)) for e in node.value.elts))
+            except ValueError:
+                continue  # computed sizes: judged in the browser tests (tests/browser/test_figures.py)
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_lesson_figure_is_wider_than_a_cell(path):
+    sources = [s for s in code_cells(path) if not s.lstrip().startswith(("%", "!"))]
+    wide = [size for s in sources for size in literal_figsizes(s) if size[0] > style.WIDTH]
+    assert not wide, f"figsize wider than {style.WIDTH} in (a cell at {style.DPI} dpi): {wide}; use style.figsize"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_lesson_with_matplotlib_figures_uses_the_series_style(path):
+    sources = code_cells(path)
+    if not any(re.search(r"import matplotlib", s) for s in sources):
+        pytest.skip("no matplotlib figures")
+    setup = next(s for s in sources if "import" in s)
+    assert "use_lesson_style()" in setup, "the setup cell must call style.use_lesson_style()"
