@@ -10,6 +10,7 @@ from matplotlib.transforms import Bbox
 
 from mha_lesson.aids import concept_map as cm
 from mha_lesson.plots.concept_map import draw_concept_map, text_boxes, to_png
+from mha_lesson.plots.style import CELL_WIDTH_PX
 
 
 @pytest.fixture(scope="module")
@@ -136,9 +137,18 @@ def test_arrows_start_and_end_just_outside_their_boxes_and_cross_no_other_box(fi
                 assert distance_outside(p, box) > 0, f"arrow {source}->{target} crosses box {key}"
 
 
-def test_png_has_the_figure_size_and_is_deterministic(fig):
+def test_png_has_twice_the_css_size_of_a_cell_wide_figure_and_is_deterministic(fig):
     png = to_png(fig)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-    assert (width, height) == (1200, 760)
+    # Shown with Image(png, retina=True) at half its pixels: a cell wide (950 CSS pixels), proportions kept.
+    assert (width, height) == (2 * CELL_WIDTH_PX, round(2 * CELL_WIDTH_PX * 7.6 / 12))
     assert to_png(draw_concept_map()) == png
+
+
+def test_the_map_counts_heads_from_0_like_the_lessons():
+    """Heads are head_0 .. head_(h-1) in the lessons and the code; the map must not switch to the paper's 1..h."""
+    for node in cm.NODES:
+        text = f"{node.label} {node.description}"
+        assert not re.search(r"head_(1\b|h\b|\{h\})", text), f"{node.key}: {text}"
+    assert any("head_0" in n.description for n in cm.NODES)

@@ -46,6 +46,51 @@ def test_every_lesson_has_cards_and_sections_name_real_lessons():
     assert set(numbers) == set(teaching)
 
 
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+
+
+def heading_problem(section: str) -> str | None:
+    """Why a card heading does not name an existing lesson, or None.
+
+    `## Lesson NN: Title` must point at exactly one notebooks/NN_*.ipynb that opens with `# Lesson N:`, and Title
+    must be that lesson's title in the series (concept_map.LESSONS), whole or up to its colon.
+    """
+    match = re.fullmatch(r"Lesson (\d\d): (.+)", section)
+    if not match:
+        return f"heading {section!r} is not 'Lesson NN: Title'"
+    number, title = match.groups()
+    found = sorted(NOTEBOOK_DIR.glob(f"{number}_*.ipynb"))
+    if len(found) != 1:
+        return f"heading {section!r}: expected one notebook {number}_*.ipynb, found {[p.name for p in found]}"
+    stem = found[0].stem
+    if stem not in LESSONS:
+        return f"heading {section!r}: notebook {stem} is not in concept_map.LESSONS"
+    if title not in (LESSONS[stem], LESSONS[stem].split(":")[0]):
+        return f"heading {section!r}: the lesson is called {LESSONS[stem]!r}"
+    first = json.loads(found[0].read_text(encoding="utf-8"))["cells"][0]["source"]
+    if not ("".join(first) if isinstance(first, list) else first).startswith(f"# Lesson {int(number)}:"):
+        return f"heading {section!r}: {stem} does not open with '# Lesson {int(number)}:'"
+    return None
+
+
+def test_every_heading_names_a_lesson_notebook_that_exists_under_its_title():
+    problems = [heading_problem(section) for section in sorted({c.section for c in CARDS})]
+    assert [p for p in problems if p] == []
+
+
+@pytest.mark.parametrize(
+    ("section", "fragment"),
+    [
+        ("Lesson 99: Nowhere", "expected one notebook 99_*.ipynb, found []"),
+        ("Lesson 03: Scaled dot-product attention in each head", "called 'Projecting into head subspaces'"),
+        ("Lesson 3: Projecting into head subspaces", "is not 'Lesson NN: Title'"),
+        ("Projections", "is not 'Lesson NN: Title'"),
+    ],
+)
+def test_a_heading_without_its_lesson_is_refused(section, fragment):
+    assert fragment in heading_problem(section)
+
+
 def test_the_seed_notes_card_is_in_the_deck():
     assert "multiple representation subspaces in parallel" in answer(SEED_QUESTION)
 
@@ -93,6 +138,35 @@ def test_flop_cards_match_cost_and_the_crossover():
     a = answer("At what sequence length do attention FLOPs overtake")
     assert "n = 2·d_model" in a and f"from n = {crossover:,} on" in a
     assert f"({mha.cost.SOFTMAX_OPS_PER_WEIGHT} operations per weight)" in a
+
+
+def test_block_crossover_card():
+    from mha_lesson.demos import complexity as cx
+
+    a = answer("With a block's 4× feed-forward network counted")
+    assert "n = 6·d_model" in a and "24·d²/(4·d + 5·h)" in a and "three times" in a
+    assert cx.block_crossover_n(512, 8) == pytest.approx(3 * cx.crossover_n(512, 8))
+    assert 5.8 < cx.block_crossover_n(512, 8) / 512 < 6
+    assert cx.ffn_flops(10, 512) == 16 * 10 * 512**2  # "adds 16·n·d_model² to the n work"
+
+
+def test_multi_query_card_heads_still_differ():
+    x = np.random.default_rng(0).normal(size=(6, 16))
+    _, w = mha.multi_head_attention(x, x, x, mha.init_params(16, 4, h_kv=1, seed=0))
+    assert np.abs(w - w[0]).max() > 0.1
+    assert answer("share W^K and W^V but keep their own W^Q").startswith("No: their queries differ")
+
+
+def test_pre_ln_card_matches_the_encoder():
+    from mha_lesson.encoder import encoder_layer, feed_forward, init_encoder_layer, layer_norm
+
+    layer = init_encoder_layer(16, 2, seed=1)
+    x = np.random.default_rng(2).normal(size=(5, 16))
+    ln1 = layer_norm(x, layer.ln1_gamma, layer.ln1_beta, layer.eps)
+    y = x + mha.multi_head_attention(ln1, ln1, ln1, layer.attn)[0]
+    out = y + feed_forward(layer_norm(y, layer.ln2_gamma, layer.ln2_beta, layer.eps), layer.ffn)
+    np.testing.assert_allclose(encoder_layer(x, layer, norm="pre")[0], out, atol=1e-12)
+    assert "y = x + MHA(LN(x)), then y + FFN(LN(y))" in answer("How does a pre-LN layer")
 
 
 def test_memory_card():

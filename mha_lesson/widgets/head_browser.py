@@ -10,12 +10,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from .. import headscores
+from ..demos.real_heads import annotated_texts, arc_hits, gold_piece_arcs
 from ..plots.attention import attention_heatmap, weight_colour
+from ..plots.real_heads import frame_cells
 from ..pretrained import MiniLM, ModelNotInstalledError, load_minilm
 from ._base import Explorer, settle_layout
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 MAX_TOKENS_SHOWN = 40  # word pieces, [CLS] and [SEP] included: beyond this the token labels overlap
+NO_ARCS = "none"  # the relation control's value that highlights no gold arcs
+RELATION_OPTIONS = [("none", NO_ARCS), *((label, rel) for rel, label in headscores.RELATION_LABELS.items())]
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,12 +69,50 @@ def describe(data: dict[str, Any]) -> str:
     )
 
 
-class HeadBrowser(Explorer):
-    """Controls layer, head and the text -> that head's (n, n) attention map with token labels."""
+def gold_arcs(text: str, relation: str, model: MiniLM | None = None) -> list[tuple[list[int], list[int]]] | None:
+    """The relation's gold arcs on text as word-piece blocks (rows: dependent, columns: head), or None.
 
-    def __init__(self, layer: int = 0, head: int = 0, text: str = DEFAULT_TEXT, model: MiniLM | None = None) -> None:
+    None when relation is NO_ARCS or text is not one of the annotated sentences of relations.conllu.
+    """
+    if relation == NO_ARCS:
+        return None
+    return gold_piece_arcs(default_model() if model is None else model, text, relation)
+
+
+def describe_arcs(data: dict[str, Any], model: MiniLM | None = None) -> str:
+    """One short line on the gold arcs: how many this head finds, why there are none, or how to show some."""
+    relation, count = data["relation"], len(annotated_texts())
+    if relation == NO_ARCS:
+        return f"Gold arcs: choose a relation to frame its arcs on one of the {count} annotated sentences."
+    label = headscores.RELATION_LABELS[relation]
+    if data["arcs"] is None:
+        return f"No gold arcs: this text is not one of the {count} annotated sentences. Try “{annotated_texts()[2]}”"
+    if not data["arcs"]:
+        return f"This sentence has no {label} arc."
+    model = default_model() if model is None else model
+    hits, n = arc_hits(model, data["text"], relation, data["weights"])
+    plural = "s" if n > 1 else ""
+    return (
+        f"Red frame{plural}: {n} gold {label} arc{plural} (row: the dependent, columns: its gold head). This "
+        f"head's most-attended word hits {hits} of {n}."
+    )
+
+
+class HeadBrowser(Explorer):
+    """Controls layer, head, the text and a relation -> that head's (n, n) attention map, gold arcs framed."""
+
+    def __init__(
+        self,
+        layer: int = 0,
+        head: int = 0,
+        text: str = DEFAULT_TEXT,
+        model: MiniLM | None = None,
+        relation: str = NO_ARCS,
+    ) -> None:
         self.model = model
         self.shown: tuple[tuple[str, ...], bool] | None = None  # (tokens, annotated) now drawn on the axes
+        self.arc_frames: list = []  # the gold arcs' frames now drawn, and what they were drawn for
+        self.arcs_shown: tuple | None = None
         # The model loads lazily when none is given; its sizes are all-MiniLM-L6-v2's 6 layers of 12 heads.
         n_layers, h = (model.n_layers, model.h) if model is not None else (6, 12)
         slider = {"min": 0, "continuous_update": False}
@@ -78,18 +120,23 @@ class HeadBrowser(Explorer):
             "layer": widgets.IntSlider(value=layer, max=n_layers - 1, description="layer", **slider),
             "head": widgets.IntSlider(value=head, max=h - 1, description="head", **slider),
             "text": widgets.Text(value=text, description="text", continuous_update=False),
+            "relation": widgets.Dropdown(options=RELATION_OPTIONS, value=relation, description="gold arcs"),
         }
         controls["text"].layout.width = "60%"
         self.text = widgets.HTML()
+        # Its own line, at a fixed height whatever it says: choosing a relation must not move the figure.
+        self.arcs_text = widgets.HTML(layout=widgets.Layout(min_height="3.2em"))  # two lines
         super().__init__(controls, figsize=(7.5, 6.5), dpi=80)
         self.add_readout(self.text)
+        self.add_readout(self.arcs_text)
 
     def setup(self, fig: Figure) -> None:
         self.ax = fig.add_subplot()
         self.image_artist = None
 
-    def compute(self, layer: int, head: int, text: str) -> dict[str, Any]:
-        return head_view(text, layer, head, self.model)
+    def compute(self, layer: int, head: int, text: str, relation: str = NO_ARCS) -> dict[str, Any]:
+        data = head_view(text, layer, head, self.model)
+        return data | {"text": text, "relation": relation, "arcs": gold_arcs(text, relation, self.model)}
 
     def draw(self, data: dict[str, Any]) -> None:
         tokens = tuple(data["tokens"])
@@ -99,8 +146,9 @@ class HeadBrowser(Explorer):
             # A new text: new token labels, so a new layout; a layer or head move then keeps it.
             self.figure.clear()
             self.ax = self.figure.add_subplot()
+            # Printed weights at 9 pt: 10 CSS pixels at the explorer's 80 dpi.
             self.image_artist = attention_heatmap(self.ax, data["weights"], tokens, tokens, title=title,
-                                                  annotate=annotate)  # fmt: skip
+                                                  annotate=annotate, value_size=9)  # fmt: skip
             self.shown = (tokens, annotate)
             settle_layout(self.figure)
             # What a layer or head move changes: the colours, the title and any printed weights.
@@ -114,13 +162,31 @@ class HeadBrowser(Explorer):
             for label, w in zip(self.ax.texts, data["weights"].flat, strict=True):
                 label.set_text(f"{w:.2f}")
                 label.set_color(weight_colour(w))
+        self.draw_arcs(data)
         self.text.value = describe(data)
+        self.arcs_text.value = describe_arcs(data, self.model)
+
+    def draw_arcs(self, data: dict[str, Any]) -> None:
+        """Frame the gold arcs over the map; they move with the text and the relation, not with layer or head."""
+        key = (self.shown, tuple((tuple(rows), tuple(cols)) for rows, cols in data["arcs"] or []))
+        if key == self.arcs_shown:
+            return
+        for frame in self.arc_frames:
+            if frame in self.moving:
+                self.moving.remove(frame)
+            if frame.axes is not None:  # a new text clears the figure, and with it the old frames
+                frame.remove()
+        self.arc_frames = [frame_cells(self.ax, rows, cols) for rows, cols in data["arcs"] or []]
+        self.animate(*self.arc_frames)  # drawn over the cached background, like the weights
+        self.arcs_shown = key
 
     def background_key(self) -> tuple[tuple[str, ...], bool] | None:
         """The background holds the token labels (the text's word pieces)."""
         return self.shown
 
 
-def head_browser(layer: int = 0, head: int = 0, text: str = DEFAULT_TEXT, model: MiniLM | None = None) -> HeadBrowser:
-    """The explorer, ready to display (end a notebook cell with it)."""
-    return HeadBrowser(layer, head, text, model)
+def head_browser(
+    layer: int = 0, head: int = 0, text: str = DEFAULT_TEXT, model: MiniLM | None = None, relation: str = NO_ARCS
+) -> HeadBrowser:
+    """The explorer, ready to display (end a notebook cell with it); relation: gold arcs to frame (RELATIONS)."""
+    return HeadBrowser(layer, head, text, model, relation)

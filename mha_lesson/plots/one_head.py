@@ -1,0 +1,145 @@
+"""Figures for lesson 1 (one head is not enough): a head as a lookup, the R^2 of one head against two, one head's
+R^2 curves for many random pairs (A, B), the Transformer paper's Table 3 (A), and learning curves of a trained
+preview."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.image import AxesImage
+from matplotlib.patches import Rectangle
+
+from ..demos.one_head import TABLE3_BASE_H, Table3Row
+from .attention import attention_heatmap
+
+HEAD_COLOURS = {1: "tab:red", 2: "tab:blue"}  # one head, two heads: the same colours in every figure
+
+
+def sentence_map(
+    ax: Axes, weights: np.ndarray, tokens: Sequence[str], lookups: Mapping[str, str], *, title: str
+) -> AxesImage:
+    """One head's (n, n) weights on a sentence, with the cell of every named lookup outlined in red."""
+    im = attention_heatmap(ax, weights, tokens, tokens, title=title, annotate=False)
+    for query, key in lookups.items():
+        i, j = tokens.index(query), tokens.index(key)
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", lw=2))
+        ax.annotate(
+            f"{query} → {key}: {weights[i, j]:.2f}",
+            (j + 0.5, i),
+            xytext=(8, 0),
+            textcoords="offset points",
+            va="center",
+            color="red",
+            fontsize=9,
+        )
+    return im
+
+
+def query_rows(ax: Axes, rows: Mapping[str, np.ndarray], tokens: Sequence[str], query: str) -> AxesImage:
+    """Several heads' rows for one query, stacked: label -> (n,) weights over the keys, with each weight printed."""
+    weights = np.stack(list(rows.values()))  # (len(rows), n)
+    labels = [f"{query}: {label}" for label in rows]
+    im = attention_heatmap(
+        ax, weights, labels, tokens, title=f"the query '{query}': one row per head", annotate=True, colorbar=False
+    )
+    ax.set_ylabel("query row, in each head")
+    return im
+
+
+def r2_curves(
+    ax: Axes,
+    alphas: np.ndarray,
+    curves: Mapping[str, np.ndarray],
+    *,
+    best: tuple[float, float] | None = None,
+    two_heads: float | None = None,
+    title: str = "How much of y_t one head can explain, by where it looks",
+) -> None:
+    """One head's R^2 against the weight alpha on key t-1 (label -> (len(alphas),) R^2), with the best single head
+    starred and, if given, the R^2 of two heads (one per key) as a line."""
+    for label, r2 in curves.items():
+        closed = "closed form" in label  # the limit of infinitely many samples: a thin line over the measured one
+        style = {"color": "k", "ls": "--", "lw": 1.2} if closed else {"color": HEAD_COLOURS[1], "lw": 3, "alpha": 0.7}
+        ax.plot(alphas, r2, label=label, **style)
+    if best is not None:
+        ax.plot(*best, "k*", ms=12, clip_on=False, label=f"best single head: R² = {best[1]:.3f} at α = {best[0]:.2f}")
+    if two_heads is not None:
+        ax.axhline(
+            two_heads, color=HEAD_COLOURS[2], lw=3, label=f"two heads (one on t−1, one on t−2): R² = {two_heads:.3f}"
+        )
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.05)
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel("α: weight on key t−1  (1 − α on key t−2)")
+    ax.set_ylabel("R² (share of the variance of y_t explained)")
+    ax.set_title(title)
+    ax.legend(loc="lower left", fontsize=8)
+
+
+def pair_curves(
+    ax: Axes, alphas: np.ndarray, curves: np.ndarray, overlaps: np.ndarray, *, mean: np.ndarray, mean_of: int, d: int
+) -> None:
+    """One-head R^2 curves (k, len(alphas)) of k random (A, B) pairs of width d, coloured by the sign of their
+    cos(A, B) (k,), each with its best point; curve 0 (the lesson's pair) in red; `mean` (len(alphas),) averages
+    mean_of pairs."""
+    kinds = (
+        (1, "tab:green", "cos(A, B) > 0: bulges up, best α inside"),
+        (-1, "tab:purple", "cos(A, B) < 0: sags, best α at an end"),
+    )
+    for sign, colour, label in kinds:
+        rows = np.flatnonzero(np.sign(overlaps) == sign)
+        for k, r in enumerate(rows):
+            ax.plot(alphas, curves[r], color=colour, lw=0.8, alpha=0.6, label=label if k == 0 else None)
+        best = curves[rows].argmax(axis=1)  # (len(rows),): each curve's best grid point
+        ax.plot(alphas[best], curves[rows, best], "o", color=colour, ms=4, clip_on=False)
+    ax.plot(alphas, curves[0], color=HEAD_COLOURS[1], lw=2.5, label="our A, B (the curve above)")
+    ax.plot(alphas, mean, color="k", lw=2.5, label=f"average of {mean_of} pairs")
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("α: weight on key t−1  (1 − α on key t−2)")
+    ax.set_ylabel("R² (best map at each α)")
+    ax.set_title(f"One head on {len(curves)} random pairs (A, B), d = {d}: dots mark each pair's best α")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+
+
+def table3_plot(ax_ppl: Axes, ax_bleu: Axes, rows: Sequence[Table3Row]) -> None:
+    """Dev perplexity and BLEU against h (log 2 axis) for Table 3 (A), the base model starred."""
+    hs = [r.h for r in rows]
+    for ax, values, name, better, digits in (
+        (ax_ppl, [r.ppl for r in rows], "dev perplexity (per wordpiece)", "lower is better", 2),
+        (ax_bleu, [r.bleu for r in rows], "dev BLEU", "higher is better", 1),
+    ):
+        ax.plot(hs, values, "o-", color="tab:purple")
+        base = hs.index(TABLE3_BASE_H)
+        ax.plot(hs[base], values[base], "k*", ms=14, label=f"base model (h = {TABLE3_BASE_H})")
+        for h, v in zip(hs, values, strict=True):
+            ax.annotate(f"{v:.{digits}f}", (h, v), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=8)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(hs, [f"{h}\n(d_k={r.d_k})" for h, r in zip(hs, rows, strict=True)])
+        ax.minorticks_off()
+        ax.margins(y=0.2)
+        ax.set_xlabel("heads h (d_k = 512 / h: equal computation)")
+        ax.set_ylabel(name)
+        ax.set_title(f"{name}: {better}")
+        ax.legend(loc="best", fontsize=8)
+
+
+def learning_curves(
+    ax: Axes, losses: Mapping[int, np.ndarray], *, chance: float | None = None, smooth: int = 25
+) -> None:
+    """Training loss per step for each h (h -> (steps,) losses), raw in light colour and a running mean on top."""
+    for h, loss in losses.items():
+        colour = HEAD_COLOURS.get(h)
+        steps = np.arange(1, len(loss) + 1)
+        ax.plot(steps, loss, color=colour, alpha=0.25, lw=0.8)
+        mean = np.convolve(loss, np.ones(smooth) / smooth, mode="valid")  # (steps - smooth + 1,)
+        ax.plot(steps[smooth - 1 :], mean, color=colour, lw=2, label=f"h = {h} (running mean of {smooth} steps)")
+    if chance is not None:
+        ax.axhline(chance, color="grey", ls=":", lw=1, label=f"guessing both tokens: {chance:.2f} nats")
+    ax.set_yscale("log")
+    ax.set_xlabel("training step")
+    ax.set_ylabel("training loss (nats, log scale)")
+    ax.set_title("Learning the two lookups: one head against two")
+    ax.legend(loc="lower left", fontsize=8)

@@ -1,0 +1,159 @@
+"""Lesson 1's explorer: where one head (or two) looks, and how much of the binding task's target it can fit.
+
+one_head_fit is the explorer's pure compute (tests call it). Every fit on the slider's grid is solved once, on
+first use, by mha_lesson.demos.one_head; a move only looks its numbers up and redraws.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import MultipleLocator
+
+from ..demos.one_head import binding_task, fit_heads, heads_alphas
+from ..plots.one_head import HEAD_COLOURS
+from ._base import Explorer, settle_layout
+
+STEP = 0.05  # the alpha slider's step: 21 positions from 0 to 1, 0.5 among them
+ALPHAS = np.round(np.arange(0, 1 + STEP / 2, STEP), 2)  # (21,)
+HEADS = (1, 2)
+POINTS = 200  # positions shown in the scatter of fitted against target values
+OUTPUT = 0  # the output coordinate the scatter shows
+BAR_COLOURS = ("tab:green", "tab:orange")  # head 0, head 1: not the colours of h = 1 and h = 2
+
+
+@functools.cache
+def _grid() -> dict[int, dict[str, np.ndarray]]:
+    """For h = 1 and 2: R^2 at every alpha of the grid (len(ALPHAS),) and the fitted values shown (len(ALPHAS), POINTS).
+
+    Key 0 holds the target values shown (POINTS,), the same for every fit.
+    """
+    task = binding_task()
+    grid = {}
+    for h in HEADS:
+        fits = [fit_heads(task, heads_alphas(alpha, h)) for alpha in ALPHAS]
+        grid[h] = {
+            "r2": np.array([f.r2 for f in fits]),
+            "fitted": np.stack([f.fitted[:POINTS, OUTPUT] for f in fits]),
+        }
+    grid[0] = {"target": task.target[:POINTS, OUTPUT]}
+    return grid
+
+
+def one_head_fit(alpha: float = 0.5, h: int = 1) -> dict[str, Any]:
+    """The least-squares fit of h heads (h = 2: the second head looks with 1 - alpha) at the grid point nearest alpha.
+
+    Returns alpha, h, the heads' weights on (key t-2, key t-1) as an (h, 2) array, r2, the R^2 curves of both h
+    over ALPHAS, and the POINTS target and fitted values of output coordinate OUTPUT.
+    """
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not 0 <= alpha <= 1:
+        raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}")
+    if h not in HEADS:
+        raise ValueError(f"h: expected 1 or 2 heads, got {h!r}")
+    grid = _grid()
+    i = int(np.abs(ALPHAS - alpha).argmin())  # the nearest grid point: 0.15000000000000002 is 0.15
+    alpha = float(ALPHAS[i])
+    weights = np.array([[1 - a, a] for a in heads_alphas(alpha, h)])  # (h, 2): on key t-2, key t-1
+    return {
+        "alpha": alpha,
+        "h": h,
+        "weights": weights,
+        "r2": float(grid[h]["r2"][i]),
+        "curves": {k: grid[k]["r2"] for k in HEADS},
+        "target": grid[0]["target"],
+        "fitted": grid[h]["fitted"][i],
+    }
+
+
+def describe_fit(data: dict[str, Any]) -> str:
+    """One HTML line: what each head reads, and the R^2 it reaches."""
+    reads = "; ".join(
+        f"head {i} reads {w1:.2f}·x<sub>t−1</sub> + {w2:.2f}·x<sub>t−2</sub>"
+        for i, (w2, w1) in enumerate(data["weights"])
+    )
+    return f"{reads}. Best maps by least squares: <b>R² = {data['r2']:.3f}</b>"
+
+
+class OneHeadExplorer(Explorer):
+    """Slider alpha and a choice of h -> the heads' weights, R^2 against alpha, and fitted against target values."""
+
+    def __init__(self, alpha: float = 0.5, h: int = 1) -> None:
+        controls = {
+            # The grid's values exactly (a FloatSlider lands a hair off them), shown with two decimals.
+            "alpha": widgets.SelectionSlider(
+                options=[(f"{a:.2f}", float(a)) for a in ALPHAS],
+                value=float(ALPHAS[np.abs(ALPHAS - alpha).argmin()]),
+                description="α (on t−1)",
+                continuous_update=False,
+            ),
+            "h": widgets.ToggleButtons(options=[("1 head", 1), ("2 heads", 2)], value=h, description="heads"),
+        }
+        self.text = widgets.HTML()
+        super().__init__(controls, figsize=(11, 3.6), dpi=80)
+        self.add_readout(self.text)
+
+    def setup(self, fig: Figure) -> None:
+        """Bars of the heads' two weights, both R^2 curves with a marker, and a scatter of fitted against target."""
+        ax_w, ax_r2, ax_fit = fig.subplots(1, 3, width_ratios=(0.8, 1.2, 1))
+        grid = _grid()
+        # Two bars per head: its weight on key t-2 and on key t-1. Head 1's bars stay at 0 while h = 1.
+        self.bars = [
+            ax_w.bar(np.arange(2) + (i - 0.5) * 0.38, [0, 0], 0.36, color=colour, label=f"head {i}")
+            for i, colour in enumerate(BAR_COLOURS)
+        ]
+        ax_w.set_xticks([0, 1], ["key t−2", "key t−1"])
+        ax_w.set_ylim(0, 1.05)
+        ax_w.set_ylabel("attention weight")
+        ax_w.set_title("where each head looks (α and 1 − α)")
+        ax_w.legend(loc="upper center", fontsize=9)
+        for h in HEADS:
+            ax_r2.plot(ALPHAS, grid[h]["r2"], "-o", ms=3, color=HEAD_COLOURS[h], label=f"h = {h}")
+        (self.marker,) = ax_r2.plot([], [], "o", ms=12, mfc="none", mec="k", mew=2)
+        ax_r2.set_xlim(-0.02, 1.02)
+        ax_r2.set_ylim(0, 1.08)
+        ax_r2.set_xlabel("α: weight on key t−1")
+        ax_r2.set_ylabel("R² (share of variance explained)")
+        ax_r2.set_title("R² of the best maps, for every α")
+        ax_r2.legend(loc="lower right", fontsize=9)
+        target = grid[0]["target"]
+        reach = max(np.abs(target).max(), max(np.abs(grid[h]["fitted"]).max() for h in HEADS)) * 1.05
+        ax_fit.plot([-reach, reach], [-reach, reach], color="grey", lw=1, ls="--", label="perfect fit")
+        (self.points,) = ax_fit.plot([], [], "o", ms=3, alpha=0.6)
+        ax_fit.set_xlim(-reach, reach)
+        ax_fit.set_ylim(-reach, reach)
+        for axis in (ax_fit.xaxis, ax_fit.yaxis):  # fixed ticks: the automatic choice differed between draws
+            axis.set_major_locator(MultipleLocator(1))
+        ax_fit.set_xlabel(f"target y_t, coordinate {OUTPUT}")
+        ax_fit.set_ylabel("what the heads output")
+        ax_fit.set_title("R² = 0.000 (h = 2)")  # the longest title, for the layout
+        ax_fit.legend(loc="upper left", fontsize=9)
+        settle_layout(fig)  # the axes never change: one layout pass instead of one per move
+        patches = [p for bars in self.bars for p in bars]
+        self.animate(*patches, self.marker, self.points, ax_fit.title)
+
+    def compute(self, alpha: float, h: int) -> dict[str, Any]:
+        """one_head_fit at the controls' values."""
+        return one_head_fit(alpha, h)
+
+    def draw(self, data: dict[str, Any]) -> None:
+        """Set the bar heights, move the marker and swap the scatter's points."""
+        h = data["h"]
+        for i, bars in enumerate(self.bars):
+            heights = data["weights"][i] if i < h else (0.0, 0.0)
+            for bar, height in zip(bars, heights, strict=True):
+                bar.set_height(height)
+        self.marker.set_data([data["alpha"]], [data["r2"]])
+        self.points.set_data(data["target"], data["fitted"])
+        self.points.set_color(HEAD_COLOURS[h])
+        # set_text, not set_title: set_title would reset the position the layout gave the title.
+        self.points.axes.title.set_text(f"R² = {data['r2']:.3f} (h = {h})")
+        self.text.value = describe_fit(data)
+
+
+def one_head_explorer(**values: Any) -> OneHeadExplorer:
+    """The one-head-or-two explorer of lesson 1."""
+    return OneHeadExplorer(**values)

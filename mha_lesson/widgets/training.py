@@ -1,0 +1,306 @@
+"""Lesson 11's live training explorer: train the two-lookup model with h heads and watch its loss fall and its heads
+find their offsets, redrawn every REDRAW steps while it trains.
+
+Training runs on a background thread. The kernel handles a button click only between the cells it runs, so a
+training loop run from a click handler would hold the kernel until it ends and Stop could never arrive; on a
+thread, the kernel stays free and handles Stop, Train and every control at once. ipywidgets 8 sends widget values
+from any thread (the kernel's output channel is thread-safe); nothing here prints or uses an Output widget, which
+would not be. One lock guards the trainer, the figures and the one-BLAS-thread setting (a process-wide switch that
+both threads set and restore): the thread holds it for REDRAW steps and a redraw at a time, a control move waits
+at most that long.
+
+States of a setting (h, seed): untrained (the starting model, nothing in self.runs) -> training -> stopped
+(Train resumes it; the result is the same to the last bit as an uninterrupted run) or trained (Train starts it
+again from scratch). Moving h or the seed stops a run and shows that setting's last state.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+import ipywidgets as widgets
+import numpy as np
+from matplotlib.figure import Figure
+
+from .._blas import one_blas_thread
+from ..demos.training import offset_masses
+from ..training import TASKS, Trainer
+from ._base import Explorer, fixed_margins
+
+TASK = "two_lookups"
+HS = (1, 2, 4, 8, 16)  # every h that divides d_model = 16
+SEEDS = 10  # seeds 0..SEEDS-1
+STEPS = TASKS[TASK]["steps"]  # 1,500
+REDRAW = 50  # steps between redraws while training
+SMOOTH = 25  # steps in the loss curve's running mean
+GRID = {1: (1, 1), 2: (1, 2), 4: (1, 4), 8: (2, 4), 16: (4, 4)}  # (rows, columns) of head maps
+CHANCE_LOSS = 2 * np.log(TASKS[TASK]["vocab"])  # guessing both tokens: 2 ln(vocab) nats
+STATES = ("untrained", "training", "stopped", "trained")
+
+
+def snapshot(trainer: Trainer, state: str, checks: list[tuple[int, float]]) -> dict[str, Any]:
+    """What the explorer shows of a trainer now: losses, held-out accuracy history, attention and offset masses."""
+    _, accuracy = trainer.evaluate()
+    step = len(trainer.losses)
+    checks = [*checks, (step, accuracy)] if not checks or checks[-1][0] != step else checks
+    h = trainer.config["h"]
+    return {
+        "h": h,
+        "seed": trainer.config["seed"],
+        "d_k": trainer.config["d_model"] // h,
+        "step": step,
+        "steps": STEPS,
+        "state": state,
+        "losses": np.array(trainer.losses),
+        "checks": np.array(checks, dtype=float).reshape(-1, 2),  # (k, 2): step, held-out both right
+        "accuracy": accuracy,
+        "readout": trainer.readout_accuracy(),  # (2,): the 1-back and 2-back lookups on their own
+        "attention": trainer.attention()[0],  # (h, n, n) on held-out sequence 0
+        "masses": offset_masses(trainer)[0],  # (h, 4): weight on itself, 1, 2, 3+ back
+    }
+
+
+def untrained_view(h: int = 2, seed: int = 0) -> dict[str, Any]:
+    """The explorer's picture of a setting before training: the starting model of Trainer(h, seed)."""
+    if h not in HS:
+        raise ValueError(f"h: expected one of {HS}, got {h!r}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < SEEDS:
+        raise ValueError(f"seed: expected an integer from 0 to {SEEDS - 1}, got {seed!r}")
+    return dict(_untrained_view(h, int(seed)))  # a copy: the cached one stays as it was
+
+
+@functools.lru_cache(maxsize=len(HS) * SEEDS)
+def _untrained_view(h: int, seed: int) -> dict[str, Any]:
+    with one_blas_thread():
+        return snapshot(Trainer(TASK, h=h, seed=seed), "untrained", [])
+
+
+def describe(data: dict[str, Any]) -> str:
+    """One HTML line: the state, the step and the held-out accuracies."""
+    state = {
+        "untrained": "untrained (press <b>Train</b>)",
+        "training": "training",
+        "stopped": "stopped (<b>Train</b> resumes)",
+        "trained": "trained",
+    }[data["state"]]
+    one, two = data["readout"]
+    return (
+        f"h = {data['h']} heads of d_k = {data['d_k']}, seed {data['seed']}: {state}, step {data['step']:,} of "
+        f"{data['steps']:,}. Held out: both lookups right <b>{data['accuracy']:.2f}</b> "
+        f"(1 back {one:.2f}, 2 back {two:.2f})"
+    )
+
+
+class Run:
+    """One setting's training: its trainer, the held-out accuracy at every redraw, and its last snapshot."""
+
+    def __init__(self, h: int, seed: int) -> None:
+        self.trainer = Trainer(TASK, h=h, seed=seed)
+        self.checks: list[tuple[int, float]] = []
+        self.view = self.record("training")
+
+    @property
+    def step(self) -> int:
+        return len(self.trainer.losses)
+
+    def record(self, state: str) -> dict[str, Any]:
+        """Take a snapshot in the given state and keep its accuracy in the history."""
+        self.view = snapshot(self.trainer, state, self.checks)
+        self.checks = [tuple(row) for row in self.view["checks"]]
+        return self.view
+
+
+class TrainingExplorer(Explorer):
+    """Train / Stop buttons, a progress bar, h and seed -> the loss curve, held-out accuracy and every head's map."""
+
+    backgrounds_kept = len(HS)  # one figure per h, each with its own still background
+    warm_controls = ("h",)  # a new h builds a new figure: the two next to the starting h are built ahead
+
+    def __init__(self, h: int = 2, seed: int = 0) -> None:
+        controls = {
+            "h": widgets.ToggleButtons(options=[(str(v), v) for v in HS], value=h, description="heads h"),
+            "seed": widgets.IntSlider(value=seed, min=0, max=SEEDS - 1, description="seed", continuous_update=False),
+        }
+        controls["h"].style.button_width = "3em"
+        self.lock = threading.RLock()  # before super().__init__, whose first refresh takes it
+        self.runs: dict[tuple[int, int], Run] = {}
+        self.worker: threading.Thread | None = None
+        self.stop_event = threading.Event()
+        self.grids: dict[int, dict[str, Any]] = {}  # one figure per h, built on first use
+        self.shown_h: int | None = None
+        self.train_button = widgets.Button(description="Train", icon="play", button_style="success")
+        self.stop_button = widgets.Button(description="Stop", icon="stop", disabled=True)
+        self.progress = widgets.IntProgress(value=0, min=0, max=STEPS, layout=widgets.Layout(width="14em"))
+        self.text = widgets.HTML()
+        super().__init__(controls, figsize=(11, 4), dpi=80)
+        self.add_readout(widgets.HBox([self.train_button, self.stop_button, self.progress]))
+        self.add_readout(self.text)
+        self.train_button.on_click(self.on_train)
+        self.stop_button.on_click(self.on_stop)
+        self.before_redraw(self.on_setting, "h", "seed")
+
+    # --- the state machine ------------------------------------------------------------------------------------
+    def on_train(self, _: Any = None) -> None:
+        """Train button: start (or resume) the shown setting on the background thread; ignored while one runs."""
+        with self.lock:
+            if self.running:
+                return  # a second click before the button greyed out
+            key = (self.controls["h"].value, self.controls["seed"].value)
+            run = self.runs.get(key)
+            if run is None or run.step >= STEPS:  # nothing yet, or finished: from scratch
+                with one_blas_thread():
+                    run = self.runs[key] = Run(*key)
+            self.stop_event = stop = threading.Event()
+            self.worker = threading.Thread(target=self.train_loop, args=(run, stop), daemon=True, name="mha-train")
+            self.set_running(True)
+            self.worker.start()
+
+    def on_stop(self, _: Any = None) -> None:
+        """Stop button: ask the thread to stop after its current step (it redraws the stopped state itself)."""
+        self.stop_event.set()
+
+    def on_setting(self, _: dict) -> None:
+        """A move of h or the seed stops the run (before the redraw shows the new setting)."""
+        self.stop_event.set()
+
+    @property
+    def running(self) -> bool:
+        return self.worker is not None and self.worker.is_alive()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the training thread ends (for tests and scripts); True if none is running any more."""
+        worker = self.worker
+        if worker is not None:
+            worker.join(timeout)
+        return not self.running
+
+    def train_loop(self, run: Run, stop: threading.Event) -> None:
+        """The thread's work: REDRAW steps at a time under the lock, redrawing whenever its setting is shown."""
+        try:
+            while run.step < STEPS and not stop.is_set():
+                with self.lock, one_blas_thread():
+                    for _ in range(min(REDRAW, STEPS - run.step)):
+                        if stop.is_set():
+                            break
+                        run.trainer.step()
+                    run.record("training" if run.step < STEPS else "trained")
+                    self.redraw_if_shown(run)
+            with self.lock:
+                if run.view["state"] == "training":
+                    with one_blas_thread():
+                        run.record("stopped")
+                self.set_running(False)
+                self.redraw_if_shown(run)
+        except Exception as exc:  # a thread's traceback would land in whichever cell ran last: say it here
+            with self.lock:
+                self.set_running(False)
+                self.show_message(f"training stopped: {type(exc).__name__}: {exc}")
+
+    def redraw_if_shown(self, run: Run) -> None:
+        """Redraw (under the lock) when the controls show run's setting."""
+        config = run.trainer.config
+        if (self.controls["h"].value, self.controls["seed"].value) == (config["h"], config["seed"]):
+            Explorer.refresh(self)
+
+    def set_running(self, running: bool) -> None:
+        """Grey out Train while a run goes, Stop while none does."""
+        self.train_button.disabled = running
+        self.stop_button.disabled = not running
+
+    def refresh(self) -> None:
+        """Recompute and redraw under the lock, so a move never draws while the thread does."""
+        with self.lock:
+            super().refresh()
+
+    # --- Explorer -----------------------------------------------------------------------------------------------
+    def setup(self, fig: Figure) -> None:
+        """Figures are made in draw: the number of head maps depends on h."""
+
+    def compute(self, h: int, seed: int) -> dict[str, Any]:
+        """The setting's last snapshot if it was ever trained, else its untrained model."""
+        run = self.runs.get((h, seed))
+        return dict(run.view) if run is not None else untrained_view(h, seed)
+
+    def draw(self, data: dict[str, Any]) -> None:
+        """Switch to the figure for this h (built on first use) and update its curves, maps and titles."""
+        h = data["h"]
+        if h != self.shown_h:
+            if h not in self.grids:
+                self.grids[h] = self.build(h)
+            grid = self.grids[h]
+            self.figure, self.canvas = grid["figure"], grid["canvas"]
+            self.moving = []
+            self.animate(*grid["animated"])
+            self.shown_h = h
+        grid = self.grids[h]
+        losses = data["losses"]
+        steps = np.arange(1, len(losses) + 1)
+        grid["raw"].set_data(steps, losses)
+        if len(losses) >= SMOOTH:
+            grid["mean"].set_data(steps[SMOOTH - 1 :], np.convolve(losses, np.ones(SMOOTH) / SMOOTH, mode="valid"))
+        else:
+            grid["mean"].set_data([], [])
+        checks = data["checks"]
+        grid["accuracy"].set_data(checks[:, 0], checks[:, 1])
+        for i, (im, title) in enumerate(zip(grid["images"], grid["titles"], strict=True)):
+            im.set_data(data["attention"][i])
+            one, two = data["masses"][i, 1:3]
+            title.set_text(f"head {i}: {one:.2f} | {two:.2f}" if h <= 4 else f"{i}: {one:.2f} | {two:.2f}")
+        self.progress.value = data["step"]
+        self.train_button.description = {"stopped": "Resume", "trained": "Train again"}.get(data["state"], "Train")
+        self.text.value = describe(data)
+
+    def build(self, h: int) -> dict[str, Any]:
+        """A figure for h heads: loss and accuracy on the left, a grid of head maps on the right."""
+        rows, cols = GRID[h]
+        fig = self.new_figure((11, 4.2))
+        fixed_margins(fig, left=0.7, right=0.15, top=0.75, bottom=0.55)
+        outer = fig.add_gridspec(1, 2, width_ratios=(1, 1.55), wspace=0.18)
+        curves = outer[0].subgridspec(2, 1, hspace=0.55)
+        ax_loss, ax_acc = fig.add_subplot(curves[0]), fig.add_subplot(curves[1])
+        (raw,) = ax_loss.plot([], [], color="tab:blue", alpha=0.3, lw=0.8)
+        (mean,) = ax_loss.plot([], [], color="tab:blue", lw=2, label=f"running mean of {SMOOTH} steps")
+        ax_loss.axhline(CHANCE_LOSS, color="grey", ls=":", lw=1, label=f"guessing both: {CHANCE_LOSS:.1f}")
+        ax_loss.set(xlim=(0, STEPS), ylim=(1e-4, 20), yscale="log", ylabel="loss (nats)")
+        ax_loss.set_title("training loss", fontsize=10)
+        ax_loss.legend(loc="upper right", fontsize=8.5)
+        (acc,) = ax_acc.plot([], [], "o-", ms=3, color="tab:green")
+        ax_acc.set(xlim=(0, STEPS), ylim=(-0.03, 1.03), xlabel="training step", ylabel="fraction right")
+        ax_acc.set_title("held out: both lookups right", fontsize=10)
+        maps = outer[1].subgridspec(rows, cols, wspace=0.12, hspace=0.45 if rows > 1 else 0.1)
+        images, titles = [], []
+        n = TASKS[TASK]["n"]
+        for i in range(h):
+            ax = fig.add_subplot(maps[i // cols, i % cols])
+            images.append(ax.imshow(np.zeros((n, n)), vmin=0, vmax=1, cmap="viridis", interpolation="nearest"))
+            titles.append(ax.set_title("head 0: 0.00 | 0.00", fontsize=9, pad=2 if rows > 2 else 4))
+            labelled = i == (rows - 1) * cols  # the bottom-left map: nothing below it for its labels to hit
+            ticks = ([0, n - 1] if rows <= 2 else [n - 1]) if labelled else []  # small maps: a 0 would hit the title
+            ax.set_xticks(ticks)
+            ax.set_yticks(ticks)
+            ax.tick_params(labelsize=8.5, length=2)
+            if labelled:
+                ax.set_xlabel("key", fontsize=9, labelpad=1)
+                ax.set_ylabel("query", fontsize=9, labelpad=1)
+        fig.colorbar(images[0], ax=[im.axes for im in images], shrink=0.8, label="attention weight")
+        fig.text(
+            0.66,
+            0.985,
+            f"h = {h}: each head's attention on held-out sequence 0 (rows = queries, columns = keys)\n"
+            "title: head's mean weight on the key 1 back | 2 back, over all held-out sequences",
+            ha="center",
+            va="top",
+            fontsize=9,
+        )
+        animated = [raw, mean, acc, *images, *titles]
+        for im in images:
+            animated.extend(im.axes.spines.values())  # the map covers its frame: draw the frame again
+        return {"figure": fig, "canvas": fig.canvas, "raw": raw, "mean": mean, "accuracy": acc, "images": images,
+                "titles": titles, "animated": animated}  # fmt: skip
+
+
+def training_explorer(**values: Any) -> TrainingExplorer:
+    """The live training explorer of lesson 11 (keyword arguments set the starting values)."""
+    return TrainingExplorer(**values)
