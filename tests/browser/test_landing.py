@@ -184,16 +184,13 @@ def wait_for_opened(process: subprocess.Popen, record: Path, log: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def browser(made_lab: MadeLab) -> Iterator[object]:
-    """Headless Chromium; each URL is opened in a fresh context, as a browser that never saw this server."""
-    from playwright.sync_api import sync_playwright
+def browser(made_lab: MadeLab, lab) -> Iterator[object]:
+    """Headless Chromium; each URL is opened in a fresh context, as a browser that never saw this server.
 
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=_lab.CHROMIUM, headless=True, args=_lab.CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    It is the lesson tests' Chromium (the session's `lab`): Playwright's sync API allows one instance per thread,
+    so a second sync_playwright() in the same run fails. A new context shares no cookies, storage or cache.
+    """
+    yield lab.context.browser
 
 
 def start_page_heading() -> str:
