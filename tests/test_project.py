@@ -5,6 +5,7 @@ import re
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
@@ -64,3 +65,11 @@ def test_readme_quick_start_is_the_two_make_commands():
     block = re.search(r"## Quick start.*?```bash\n(.*?)```", readme, re.S).group(1)
     commands = [line.split("#")[0].strip() for line in block.splitlines() if line.strip()]
     assert commands == ["make lab", "make test"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_lesson_ends_with_a_hinglish_recap_and_a_link_onwards(path):
+    cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+    assert any("## Recap in Hinglish" in s for s in cells), f"{path.name} has no Hinglish recap"
+    if path != NOTEBOOKS[-1]:
+        assert re.search(r"Next:\** \[Lesson \d+", "\n".join(cells)), f"{path.name} links no next lesson"
