@@ -1,6 +1,7 @@
 """Shared test settings (hypothesis runs are derandomized: every run checks the same examples) and helpers."""
 
 import copy
+import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -38,3 +39,17 @@ def executed_notebook():
         yield get
         for run in runs.values():
             run.cancel()  # a filtered run (-k) asked for a few: do not wait for the rest
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The pretrained MiniLM, loaded once for every test that reads it; skipped where the model package is missing
+    (CI must have it)."""
+    from mha_lesson import pretrained
+
+    try:
+        return pretrained.load_minilm()
+    except pretrained.ModelNotInstalledError as err:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI must have the model package: {err}")
+        pytest.skip(str(err))

@@ -6,7 +6,6 @@ exactly one name under the lesson's thresholds, and what that name is.
 """
 
 import math
-import os
 
 import numpy as np
 import pytest
@@ -88,14 +87,8 @@ def test_bad_entropy_input_says_what_was_expected_and_what_arrived():
 
 
 @pytest.fixture(scope="module")
-def minilm_scores():
-    try:
-        model = pretrained.load_minilm()
-    except pretrained.ModelNotInstalledError as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must have the model package: {err}")
-        pytest.skip(str(err))
-    runs = model.attentions_many(pretrained.corpus())
+def minilm_scores(minilm):
+    runs = minilm.attentions_many(pretrained.corpus())
     return headscores.corpus_scores([w for _, w in runs]), headscores.uniform_baseline([len(t) for t, _ in runs])
 
 
@@ -167,16 +160,6 @@ def test_sink_reading():
     assert "far above the others" in ex.check_sink_reading("d", sinks).message
     assert "one of the letters a, b, c, d" in ex.check_sink_reading("e", sinks).message
     assert "Replace None" in ex.check_sink_reading(None, sinks).message
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    try:
-        return pretrained.load_minilm()
-    except pretrained.ModelNotInstalledError as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must have the model package: {err}")
-        pytest.skip(str(err))
 
 
 def test_the_interpretation_answers_on_the_real_model(minilm):

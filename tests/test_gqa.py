@@ -8,29 +8,27 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from mask_sampling import random_mask
+from torch_cases import case_params, read_cases
 
 import mha_lesson as m
 from mha_lesson.cost import param_count
 
 FIXTURE = Path(__file__).parent / "reference" / "torch_gqa.npz"
-with np.load(FIXTURE) as _data:
-    DATA = dict(_data)
-CASES = sorted({key.split("__")[0] for key in DATA})
+DATA = read_cases(FIXTURE)
+CASES = sorted(DATA)
 IMPLEMENTATIONS = {"batched": m.multi_head_attention, "loop": m.multi_head_attention_loop}
 
 
 def load(case):
     """(q, k, v, params, mask or None, torch's output) of one case saved by make_gqa_fixture.py."""
-    f = {key.split("__")[1]: a for key, a in DATA.items() if key.startswith(case + "__")}
-    arrays = {n: a for n, a in f.items() if n[:2] in ("w_", "b_")}
-    params = m.MHAParams(h=int(f["h"]), h_kv=int(f["h_kv"]), **arrays)
-    return f["q"], f["k"], f["v"], params, f.get("mask"), f["out"]
+    f = DATA[case]
+    return f["q"], f["k"], f["v"], case_params(f), f.get("mask"), f["out"]
 
 
 def test_fixture_covers_h_kv_1_2_and_h():
-    h_kvs = {int(DATA[f"{c}__h_kv"]) for c in CASES}
-    assert h_kvs == {1, 2, 4} and {int(DATA[f"{c}__h"]) for c in CASES} == {4}
-    assert any(DATA[f"{c}__q"].shape != DATA[f"{c}__k"].shape for c in CASES)  # a cross-attention case
+    h_kvs = {int(DATA[c]["h_kv"]) for c in CASES}
+    assert h_kvs == {1, 2, 4} and {int(DATA[c]["h"]) for c in CASES} == {4}
+    assert any(DATA[c]["q"].shape != DATA[c]["k"].shape for c in CASES)  # a cross-attention case
     assert FIXTURE.stat().st_size < 200 * 1024
 
 

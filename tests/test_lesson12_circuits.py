@@ -2,29 +2,18 @@
 models, the phase change, MiniLM's circuit ranks and detector scores, and the hand-built model's composed circuit."""
 
 import math
-import os
 
 import numpy as np
 import pytest
 
 import mha_lesson as mha
-from mha_lesson import circuits, pretrained, training
+from mha_lesson import circuits, training
 from mha_lesson.demos import circuits as dc
 
 
 @pytest.fixture(scope="module")
 def runs():
     return dc.trained_runs()
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    try:
-        return pretrained.load_minilm()
-    except pretrained.ModelNotInstalledError as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must have the model package: {err}")
-        pytest.skip(str(err))
 
 
 # --- section 1 --------------------------------------------------------------------------------------------------

