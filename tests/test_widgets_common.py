@@ -6,6 +6,7 @@ import functools
 import gc
 import io
 
+import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import psutil
@@ -161,12 +162,35 @@ def test_some_explorers_warm_their_backgrounds():
 
 @pytest.mark.parametrize("cls", WARMED, ids=lambda c: c.__name__)
 def test_a_first_step_on_a_warmed_control_paints_no_background(cls, monkeypatch):
-    """The backgrounds one step either way were painted when the explorer was built: the first move only blits."""
+    """The backgrounds `warm_reach` steps either way were painted when the explorer was built: the first move
+    only blits."""
     for name in cls.warm_controls:
-        for value in neighbours(cls().controls[name]):
+        for value in neighbours(cls().controls[name], cls.warm_reach):
             explorer = cls()
             first, painted = explorer.image.value, []
             monkeypatch.setattr(explorer, "_paint_background", functools.partial(painted.append, (name, value)))
             explorer.controls[name].value = value
             assert explorer.error is None and not painted, f"{painted} painted a background"
             assert explorer.image.value != first
+
+
+def test_neighbours_reach_steps_either_way_nearest_first():
+    options = widgets.SelectionSlider(options=(1, 2, 4, 8, 16), value=4)
+    assert neighbours(options) == [2, 8]
+    assert neighbours(options, 4) == [2, 8, 1, 16]  # the ends stop the walk
+    slider = widgets.IntSlider(value=3, min=0, max=10, step=2)
+    assert neighbours(slider, 2) == [1, 5, 7]  # -1 is below the minimum
+
+
+def test_the_scaling_explorer_paints_each_d_k_background_once():
+    from mha_lesson.widgets.scaling import D_KS, ScalingExplorer
+
+    explorer = ScalingExplorer()
+    for d_k in D_KS:  # every d_k once: each background painted at most once
+        explorer.controls["d_k"].value = d_k
+    painted = []
+    original = explorer._paint_background
+    explorer._paint_background = lambda: (painted.append(explorer.controls["d_k"].value), original())
+    for d_k in (*reversed(D_KS), *D_KS):
+        explorer.controls["d_k"].value = d_k
+    assert not painted, f"painted again for d_k = {painted}"

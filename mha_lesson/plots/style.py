@@ -3,8 +3,8 @@
 Every lesson's setup cell calls `use_lesson_style()` once. Sizes are in inches at `DPI` CSS pixels per inch, so a
 figure `WIDTH` inches wide fills a cell (about `CELL_WIDTH_PX` at a 1400-pixel window) at its natural size: the
 browser never shrinks it, and a label of `MIN_TEXT_PX` or more stays that size on screen. Static figures go out as
-'retina' PNGs (twice the pixels, shown at the same CSS size); explorers do the same through
-`Explorer.pixel_ratio` (mha_lesson.widgets._base).
+'retina' PNGs (twice the pixels, shown at the same CSS size); explorers do the same where a move can afford
+the pixels, through `Explorer.pixel_ratio` (mha_lesson.widgets._base).
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ Why this design:
   `animate(...)`; `render_png` paints a cached picture of everything else (axes, ticks, legends) and draws
   only those artists on top. With nothing animated it simply draws the whole figure.
 - Crisp at its natural size: the figure is drawn at `pixel_ratio` times its CSS resolution (2: sharp on HiDPI
-  screens) and the image is given its CSS width, so the page shows it at that size whatever the width of the
-  output area (never stretched, never shrunk). Text sized in points keeps its size on screen.
+  screens, for the explorers whose moves can afford it) and the image is given its CSS width, so the page shows
+  it at that size whatever the width of the output area (never stretched, never shrunk). Text sized in points
+  keeps its size on screen.
 - The rendered PNG is also offered as `image/png` next to the widget (with its CSS size), so an executed
   notebook exported to static HTML still shows the figure without any JavaScript.
 
@@ -76,15 +77,17 @@ def settle_layout(fig: Figure) -> None:
     fig.set_layout_engine("none")
 
 
-def neighbours(control: widgets.ValueWidget) -> list[Any]:
-    """The values one step either way from a slider's current value (its options, or value -/+ step)."""
+def neighbours(control: widgets.ValueWidget, reach: int = 1) -> list[Any]:
+    """The values up to `reach` steps either way from a slider's current value (its options, or value -/+ step),
+    nearest first."""
+    offsets = [sign * k for k in range(1, reach + 1) for sign in (-1, 1)]
     options = getattr(control, "options", None)
     if options:
         values = [o[1] if isinstance(o, tuple) else o for o in options]
         i = values.index(control.value)
-        return [values[j] for j in (i - 1, i + 1) if 0 <= j < len(values)]
+        return [values[i + j] for j in offsets if 0 <= i + j < len(values)]
     if isinstance(control, widgets.IntSlider | widgets.FloatSlider):
-        steps = (control.value - control.step, control.value + control.step)
+        steps = [control.value + j * control.step for j in offsets]
         return [v for v in steps if control.min <= v <= control.max]
     return []
 
@@ -125,18 +128,21 @@ class Explorer:
     Still parts that follow the key (the ticks of an axis whose limits follow a control, a title) can be marked
     with `follow_key(...)`: a new key's background is then the common background with them drawn on top, a
     fraction of the full draw it would otherwise cost on the first visit of each key. Sliders listed in
-    `warm_controls` get the backgrounds one step either way painted when the explorer is built (see `warm`).
+    `warm_controls` get the backgrounds `warm_reach` steps either way painted when the explorer is built (see `warm`).
 
     Sizes: figsize in inches at dpi CSS pixels per inch is the size on the page (at most a cell, about 950 CSS
     pixels wide); text in points shows at points * dpi / 72 CSS pixels (9 or more: see mha_lesson.plots.style).
     """
 
     backgrounds_kept = 1  # cached backgrounds (keys) kept, the least recently used dropped first
-    # Rendered pixels per CSS pixel. 2 is sharp on HiDPI screens and costs about 4x the pixels per move: an explorer
-    # whose moves would then miss the latency budget sets 1 (measured with `python -m mha_lesson.bench widgets`).
+    # Rendered pixels per CSS pixel. 2 is sharp on HiDPI screens but paints, copies and encodes 4x the pixels: a move
+    # took about twice the kernel time of 1 for most explorers (`python -m mha_lesson.bench widgets --pixel-ratio`),
+    # and in the browser (where the kernel shares the cores with Chromium) that missed the latency budget. So 1,
+    # and an explorer whose 2x moves stay cheap (under about 35 ms in that benchmark) sets 2.
     # MHA_LESSON_PIXEL_RATIO overrides it for every explorer (the browser benchmark compares 1 and 2 this way).
-    pixel_ratio = 2
+    pixel_ratio = 1
     warm_controls: tuple[str, ...] = ()  # sliders whose steps change the background: see warm
+    warm_reach = 1  # how many steps either way warm paints ahead
 
     def __init__(
         self, controls: dict[str, widgets.ValueWidget], *, figsize: tuple[float, float] = (9, 3.6), dpi: int = 90
@@ -312,7 +318,8 @@ class Explorer:
             self._backgrounds.popitem(last=False)
 
     def warm(self) -> None:
-        """Paint ahead the backgrounds one step either way on each of `warm_controls` (called after the first draw).
+        """Paint ahead the backgrounds up to `warm_reach` steps either way on each of `warm_controls` (called after
+        the first draw).
 
         A move to a value whose background is not cached pays for painting it; warming moves that cost from the
         learner's first move to the notebook's run. The picture shown does not change.
@@ -325,7 +332,7 @@ class Explorer:
     def _warm(self) -> None:
         shown, values = self.data, self.values()
         for name in self.warm_controls:
-            for value in neighbours(self.controls[name]):
+            for value in neighbours(self.controls[name], self.warm_reach):
                 try:
                     data = self.compute(**{**values, name: value})
                 except ValueError:  # not a valid combination with the other controls: nothing to warm

@@ -125,11 +125,11 @@ def describe(data: dict[str, Any]) -> str:
 class AttentionMapExplorer(Explorer):
     """Controls source, d_model, h, n, seed, causal, colour scale -> a grid of per-head heatmaps (queries on rows)."""
 
-    backgrounds_kept = 6  # one per recently shown grid (h and labelling) and title (input, mask and scale)
-    warm_controls = ("h",)  # a new h builds a new grid: the two next to the starting h are built ahead
-    # 1x: up to 16 panels of up to 256 x 256 cells; at 2x a move took about 60 ms of kernel time against 40 (median)
-    # and the slow tenth 130-160 against 80 (a new grid), measured on a loaded 2-core machine.
-    pixel_ratio = 1
+    backgrounds_kept = 8  # one per recently shown grid (h and labelling) and title (input, mask and scale)
+    # A new h builds a new grid (about 0.3 s for 16 heads, the slowest move): every h of the starting d_model
+    # (at most five) is built ahead.
+    warm_controls = ("h",)
+    warm_reach = 4
 
     def __init__(
         self,

@@ -57,9 +57,6 @@ def describe(data: dict[str, Any]) -> str:
 class CheckpointExplorer(Explorer):
     """A step slider and a one/two-layer switch -> the heads' maps at that step and a marker on the loss curves."""
 
-    # Four maps re-sampled and encoded per move: at 2x pixels a move took twice the budget (bench widgets).
-    pixel_ratio = 1
-
     def __init__(self, step: int | None = None, model: str = "two layers") -> None:
         self.runs = trained_runs()
         if step is None:

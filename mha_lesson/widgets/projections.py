@@ -109,9 +109,6 @@ class ProjectionExplorer(Explorer):
     """Controls h, head, view, shared, seed -> one head's queries and keys in 2-D, beside its attention map."""
 
     backgrounds_kept = 8  # (view, plane size) pairs: nice_limit keeps them few
-    # 1x: its 16 labels make it the costliest explorer per move (about 70 ms of kernel time at 1x, 90-120 at 2x,
-    # measured on a loaded 2-core machine), so the sharper 2x picture would cost the latency budget.
-    pixel_ratio = 1
 
     def __init__(self, h: int = 4, head: int = 0, seed: int = 0) -> None:
         controls = {

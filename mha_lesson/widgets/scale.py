@@ -85,6 +85,7 @@ class TiledMemoryExplorer(Explorer):
     # the title follow the block. A move of the live block then redraws two rectangles only.
     backgrounds_kept = 8
     warm_controls = ("n", "block")
+    pixel_ratio = 2  # sharp on HiDPI: a move redraws a few rectangles and lines, about 20 ms at 2x (bench widgets)
 
     def __init__(self, n: int = 8192, block: int = 512, live: int = 3) -> None:
         controls = {
@@ -220,6 +221,8 @@ KV_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", 
 
 class GQAExplorer(Explorer):
     """An h_kv slider and a 'queries shared too' box -> the 8 heads' attention maps, grouped by key/value head."""
+
+    pixel_ratio = 2  # sharp on HiDPI: eight small maps, about 30 ms a move at 2x (bench widgets)
 
     def __init__(self, h_kv: int = 2, shared_queries: bool = False) -> None:
         controls = {

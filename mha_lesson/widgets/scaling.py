@@ -77,7 +77,8 @@ class ScalingExplorer(Explorer):
     """Slider d_k (and n, seed) -> the scores (two histograms, variance against d_k) and what the softmax makes
     of them (one attention row, entropy and max weight against d_k), unscaled and scaled."""
 
-    backgrounds_kept = 3  # d_k backgrounds: each is cheap to paint again, and large at 2x (about 6 MB)
+    # Every d_k's background (11 of about 1.5 MB at 1x): painting one again took 50-80 ms, the slowest moves.
+    backgrounds_kept = len(D_KS)
     warm_controls = ("d_k",)  # the first move to either side of the starting d_k finds its background ready
 
     def __init__(self, d_k: int = 64, n: int = 32, seed: int = 0) -> None:

@@ -17,8 +17,8 @@ from mha_lesson.bench import _lab
 pytestmark = pytest.mark.browser  # `notebook` is parametrized over notebooks/*.ipynb by conftest
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
-HIDPI_NOTEBOOK = "04_scaled_dot_product_attention.ipynb"  # an explorer and static figures
-HIDPI_EXPLORER = "ScalingExplorer"  # drawn at pixel ratio 2 (some explorers stay at 1: see their pixel_ratio)
+HIDPI_NOTEBOOK = "01_one_head_is_not_enough.ipynb"  # an explorer and static figures
+HIDPI_EXPLORER = "OneHeadExplorer"  # drawn at pixel ratio 2 (most explorers stay at 1: see Explorer.pixel_ratio)
 
 
 def test_every_image_shows_at_its_natural_size(lab, notebook):
