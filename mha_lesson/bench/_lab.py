@@ -60,6 +60,7 @@ TARGET_P90_MS = 120.0  # over every slider move of every explorer
 WINDOW_WIDTHS = (1400, 1200, 1600)
 IMAGE_RATIO = (0.9, 1.05)  # displayed / natural CSS width of every image at 1400 pixels
 HIDPI_VIEWPORT = {"width": 1400, "height": 1000}
+FOCUS_PAUSE_MS = 300  # between focusing a slider and its first key press: a person's reaction time
 RESTORED_PIXELS = 0.002  # fraction of pixels allowed to differ when every control is back at its start
 # Typed into text fields (the first that differs from the field's text): short, so a map of its tokens stays legible.
 TYPED_TEXTS = ("The cat sat on the mat.", "Birds sing at dawn.")
@@ -743,6 +744,9 @@ def explorer_name(notebook: str, group: dict, cells: list[dict]) -> str:
 
 def exercise(page: Any, group: dict, name: str, moves: int, visit: Visit) -> None:
     """Move every enabled slider of a group, then change every other enabled control and put it back."""
+    # In view and painted first, as a learner sees an explorer before touching it (a key press would scroll to it).
+    page.locator(f'[data-mha-group="{group["gid"]}"]').scroll_into_view_if_needed()
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
     # Sliders first, at the explorer's starting state, so their latency rows mean what they always meant.
     for slider in group["controls"]:
         if slider["kind"] == "slider" and not is_disabled(page, slider):
@@ -774,6 +778,11 @@ def move_slider(page: Any, group: dict, slider: dict, name: str, moves: int) -> 
     up, down = ("ArrowUp", "ArrowDown") if slider["vertical"] else ("ArrowRight", "ArrowLeft")
     away, back = (up, down) if state["now"] < state["max"] else (down, up)
     handle = page.locator(f'[data-mha-control="{cid}"] .noUi-handle').first
+    # A learner clicks (or tabs to) the handle before pressing a key: focus it first and pause as a person would.
+    # Focus activates the explorer's cell in JupyterLab (50-80 ms of page work, once per explorer); Playwright's
+    # press alone would focus and press in the same instant, so that work used to land in the first move's time.
+    handle.focus()
+    page.wait_for_timeout(FOCUS_PAUSE_MS)
     start = before = snapshot(page, group)
     page.evaluate("([g, k]) => __mha.keep(g, k)", [group["gid"], cid])
     result: list[Move] = []
