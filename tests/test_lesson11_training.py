@@ -3,6 +3,7 @@ and the claims the lesson prints from it, the low-rank fits, and the live traini
 
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -346,3 +347,17 @@ def test_the_thread_is_a_daemon_so_the_kernel_can_always_exit(small):
         assert isinstance(small.worker, threading.Thread) and small.worker.daemon
         small.on_stop()
     finish(small)
+
+
+def test_blas_name_is_numpys_own_blas_when_another_is_loaded_first(monkeypatch):
+    numpy_libs = Path(np.__file__).parent.with_name("numpy.libs")
+    libs = [
+        {"user_api": "blas", "internal_api": "openblas", "version": "0.3.30", "architecture": "Haswell",
+         "filepath": str(numpy_libs.with_name("scipy.libs") / "libscipy_openblas.so")},
+        {"user_api": "blas", "internal_api": "openblas", "version": "0.3.31", "architecture": "SkylakeX",
+         "filepath": str(numpy_libs / "libscipy_openblas64_.so")},
+    ]  # fmt: skip
+    monkeypatch.setattr(lesson, "threadpool_info", lambda: libs)
+    assert lesson.blas_name() == "openblas 0.3.31 SkylakeX"
+    monkeypatch.setattr(lesson, "threadpool_info", lambda: libs[:1])  # a numpy linked to the system's BLAS
+    assert lesson.blas_name() == "openblas 0.3.30 Haswell"

@@ -251,7 +251,12 @@ def blas_name() -> str:
     blas = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
     if not blas:
         return "unknown"
-    lib = blas[0]
+    # Other packages may load a BLAS of their own (scipy bundles another OpenBLAS): take the one numpy ships with
+    # (under numpy's folder), else the first, as for a numpy built against the system's BLAS.
+    numpy_dir = Path(np.__file__).parent  # wheels put it in numpy.libs beside numpy (or in numpy/.libs)
+    homes = (numpy_dir.with_name(f"{numpy_dir.name}.libs"), numpy_dir / ".libs")
+    own = [lib for lib in blas if Path(lib.get("filepath", "")).parent in homes]
+    lib = (own or blas)[0]
     return f"{lib.get('internal_api')} {lib.get('version')} {lib.get('architecture')}"
 
 
