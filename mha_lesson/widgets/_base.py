@@ -244,7 +244,7 @@ class Explorer:
                 self.show_message(str(exc))
                 return
             self.draw(self.data)
-            png = self.render_png()
+            png = self._render_png()  # already under the series' rcParams: render_png would enter them again
             # The size first, so the new picture never shows at the previous figure's size.
             self.image.layout.width = f"{self.css_size()[0]}px"
             self.image.value = png
