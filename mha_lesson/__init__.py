@@ -6,7 +6,7 @@ Layers, each importing only from those before it:
 - `plots/` and `widgets/` on top; then `exercises/` and `bench/`.
 """
 
-from . import cost, kv_cache
+from . import cost, kv_cache, mla
 from ._checks import DEFAULT_MAX_BYTES
 from .attention import (
     causal_mask,
@@ -16,27 +16,42 @@ from .attention import (
     sliding_window_mask,
     softmax,
 )
+from .differential import differential_attention
 from .display import show_source
+from .gates import gated_multi_head_attention
 from .gradients import multi_head_attention_grads
 from .heads import merge_heads, split_heads
+from .kv_cache import KVCache
+from .linear_attention import linear_attention
 from .multihead import multi_head_attention, multi_head_attention_loop
+from .norms import QKNorm, head_rms_norm, rms_norm
 from .projections import MHAParams, init_params
 from .rope import rope
+from .sinks import attention_with_sink
 from .tiled import tiled_attention
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
+    "KVCache",
     "MHAParams",
+    "QKNorm",
+    "attention_with_sink",
     "causal_mask",
     "cost",
+    "differential_attention",
+    "gated_multi_head_attention",
+    "head_rms_norm",
     "init_params",
     "kv_cache",
+    "linear_attention",
     "merge_heads",
+    "mla",
     "multi_head_attention",
     "multi_head_attention_grads",
     "multi_head_attention_loop",
     "padding_mask",
     "receptive_field",
+    "rms_norm",
     "rope",
     "scaled_dot_product_attention",
     "show_source",

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite
+from ._checks import as_float_array, check_finite, check_positive_int
 from .attention import attend
 from .heads import split_heads
 from .multihead import _project
@@ -19,49 +19,98 @@ from .projections import MHAParams
 
 
 class KVCache:
-    """The keys and values of every token seen so far by one attention layer: (..., h_kv, n, d_k) each.
+    """The keys and values of the tokens one attention layer keeps: (..., h_kv, n, d_k) each.
 
-    Made empty with KVCache(); decode_step appends to it. The arrays grow by doubling, so appending
-    a token copies the cache only now and then (amortised: a constant per token), like a Python list.
+    KVCache() keeps every token seen. The arrays grow by doubling, so appending a token copies the cache
+    only now and then (amortised: a constant per token), like a Python list.
+    KVCache(window, sinks) keeps the first `sinks` tokens and the last `window` (StreamingLLM's cache; with
+    sinks=0, Mistral's rolling buffer): once full, a new token overwrites the oldest windowed one in place, so
+    its memory stays at sinks + window tokens however long the sequence. decode_step with it equals
+    multi_head_attention with the mask "key j visible to query i iff j <= i and (j < sinks or i - j < window)".
     """
 
-    def __init__(self) -> None:
+    def __init__(self, window: int | None = None, sinks: int = 0) -> None:
+        if window is not None:
+            check_positive_int("window", window)
+        if isinstance(sinks, bool) or not isinstance(sinks, (int, np.integer)) or sinks < 0:
+            raise ValueError(f"sinks: expected a non-negative integer (tokens kept from the start), got {sinks!r}")
+        self.window = None if window is None else int(window)
+        self.sinks = int(sinks)
         self._k: np.ndarray | None = None  # (..., h_kv, capacity, d_k); the first n slots are used
         self._v: np.ndarray | None = None
-        self.n = 0
+        self._pos: np.ndarray = np.empty(0, dtype=np.int64)  # (capacity,): the token position in each slot
+        self.n = 0  # tokens kept
+        self.seen = 0  # tokens appended so far: the position of the next token
 
     def __len__(self) -> int:
         return self.n
 
     @property
     def keys(self) -> np.ndarray | None:
-        """(..., h_kv, n, d_k) keys of the tokens so far (a view), or None when empty."""
+        """(..., h_kv, n, d_k) keys of the kept tokens (a view) in slot order, or None when empty."""
         return None if self._k is None else self._k[..., : self.n, :]
 
     @property
     def values(self) -> np.ndarray | None:
-        """(..., h_kv, n, d_k) values of the tokens so far (a view), or None when empty."""
+        """(..., h_kv, n, d_k) values of the kept tokens (a view) in slot order, or None when empty."""
         return None if self._v is None else self._v[..., : self.n, :]
 
+    @property
+    def positions(self) -> np.ndarray:
+        """(n,) absolute position of the token in each slot: once a window wraps, slot order is not token order."""
+        return self._pos[: self.n]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the key and value arrays (their whole capacity, used or not)."""
+        return 0 if self._k is None else self._k.nbytes + self._v.nbytes
+
+    def _capacity_limit(self) -> float:
+        return math.inf if self.window is None else self.sinks + self.window
+
     def append(self, k_t: np.ndarray, v_t: np.ndarray) -> None:
-        """Add one token's key and value, each (..., h_kv, d_k)."""
+        """Add one token's key and value, each (..., h_kv, d_k); a full window drops its oldest token."""
+        k_t = as_float_array("k_t", k_t, 2)
+        v_t = as_float_array("v_t", v_t, 2)
+        if v_t.shape != k_t.shape:
+            raise ValueError(f"v_t: expected the shape of k_t {k_t.shape} (..., h_kv, d_k), got {v_t.shape}")
+        check_finite("k_t", k_t)
+        check_finite("v_t", v_t)
         if self._k is None:
-            self._k, self._v = (np.empty((*a.shape[:-1], 16, a.shape[-1]), a.dtype) for a in (k_t, v_t))
+            start = int(min(16, self._capacity_limit()))
+            self._k, self._v = (np.empty((*a.shape[:-1], start, a.shape[-1]), a.dtype) for a in (k_t, v_t))
+            self._pos = np.empty(start, dtype=np.int64)
         elif k_t.shape != self._k.shape[:-2] + self._k.shape[-1:]:
             expected = self._k.shape[:-2] + self._k.shape[-1:]
             raise ValueError(f"k_t: expected shape {expected} (..., h_kv, d_k) like the cached keys, got {k_t.shape}")
-        if self.n == self._k.shape[-2]:  # full: double the capacity
-            self._k, self._v = (np.concatenate([a, np.empty_like(a)], axis=-2) for a in (self._k, self._v))
-        self._k[..., self.n, :] = k_t
-        self._v[..., self.n, :] = v_t
-        self.n += 1
+        capacity = self._k.shape[-2]
+        if self.n < self._capacity_limit():
+            if self.n == capacity:  # full but allowed to grow: double the capacity, up to sinks + window
+                grow = int(min(capacity, self._capacity_limit() - capacity))
+                self._k, self._v = (
+                    np.concatenate([a, np.empty((*a.shape[:-2], grow, a.shape[-1]), a.dtype)], axis=-2)
+                    for a in (self._k, self._v)
+                )
+                self._pos = np.concatenate([self._pos, np.empty(grow, dtype=np.int64)])
+            slot = self.n
+            self.n += 1
+        else:
+            # Rolling buffer: the windowed slots sinks..sinks+window-1 are reused in turn, so the token
+            # written here is the one `window` tokens older; the first `sinks` slots are never overwritten.
+            slot = self.sinks + (self.seen - self.sinks) % self.window
+        self._k[..., slot, :] = k_t
+        self._v[..., slot, :] = v_t
+        self._pos[slot] = self.seen
+        self.seen += 1
 
 
 def decode_step(x_t: np.ndarray, params: MHAParams, cache: KVCache) -> np.ndarray:
     """One new token x_t (d_model,) or (batch, d_model) -> its attention output, same shape; appends to cache.
 
     Only x_t is projected: its query attends over the cached keys and values of every earlier token and
-    its own. Feeding a sequence token by token gives causal multi_head_attention's output row by row.
+    its own. Feeding a sequence token by token gives causal multi_head_attention's output row by row; with a
+    windowed cache, that of the window-and-sinks mask (see KVCache). The cached keys' slot order does not matter:
+    the softmax treats keys as a set.
     """
     if not isinstance(params, MHAParams):
         raise ValueError(f"params: expected an MHAParams, got {type(params).__name__}")

@@ -14,6 +14,7 @@ from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_finite, check_mask
 from .attention import attend, softmax
 from .cost import flop_count
 from .heads import split_heads
+from .norms import QKNorm, _check_weight, head_rms_norm
 from .projections import MHAParams
 
 # The batched version works on blocks of heads whose (n_q, n_kv) score matrices fit in about this many
@@ -83,6 +84,7 @@ def multi_head_attention(
     *,
     need_weights: bool = True,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    qk_norm: QKNorm | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Batched MHA: q (..., n_q, d_model), k, v (..., n_kv, d_model) -> ((..., n_q, d_model), (..., h, n_q, n_kv)).
 
@@ -92,17 +94,31 @@ def multi_head_attention(
     With need_weights=False the weights are not kept (None is returned in their place).
     Raises ValueError before allocating when the weights would exceed max_bytes. With params.h_kv < h
     (grouped-query attention) the h query heads share h_kv key/value heads (see kv_heads).
+    With qk_norm (a norms.QKNorm), every head's query and key are RMS-normalised before the scores (QK-norm).
     """
     q, k, v, lead, mask = _check_inputs(q, k, v, params, mask)
+    check_qk_norm(qk_norm, params)
     n_q, n_kv = q.shape[-2], k.shape[-2]
     dtype = np.result_type(q, k, v, params.dtype)
     check_memory("q, k", (*lead, params.h, n_q, n_kv) if need_weights else (params.h, n_q, n_kv), dtype, max_bytes)
     flops = math.prod(lead) * flop_count(n_q, n_kv, params.d_model, params.h)["total"] if n_q and n_kv else 0
     with one_blas_thread() if flops < SMALL_WORK_FLOPS else contextlib.nullcontext():
-        return _forward(q, k, v, params, mask, lead, dtype, need_weights)
+        concat, weights = attention_heads(q, k, v, params, mask, lead, dtype, need_weights, qk_norm)
+        # Step 5: W^O mixes the concatenated heads (..., n_q, d_model).
+        return _project(concat, params.w_o, params.b_o), weights
 
 
-def _forward(
+def check_qk_norm(qk_norm: QKNorm | None, params: MHAParams) -> None:
+    """Raise ValueError unless qk_norm is None or a QKNorm whose weights have d_k entries."""
+    if qk_norm is None:
+        return
+    if not isinstance(qk_norm, QKNorm):
+        raise ValueError(f"qk_norm: expected a QKNorm or None, got {type(qk_norm).__name__}")
+    _check_weight("qk_norm.q_weight", qk_norm.q_weight, params.d_k)
+    _check_weight("qk_norm.k_weight", qk_norm.k_weight, params.d_k)
+
+
+def attention_heads(
     q: np.ndarray,
     k: np.ndarray,
     v: np.ndarray,
@@ -111,17 +127,23 @@ def _forward(
     lead: tuple[int, ...],
     dtype: np.dtype,
     need_weights: bool,
+    qk_norm: QKNorm | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """multi_head_attention after its checks: the five steps, batched over heads."""
+    """Steps 1-4 after multi_head_attention's checks: -> (concatenated heads (..., n_q, d_model), weights or None)."""
     h, d_k, d = params.h, params.d_k, params.d_model
     n_q, n_kv = q.shape[-2], k.shape[-2]
 
     # Steps 1-2: one (d_model, d_model) matmul projects every head at once, because W^Q is the
     # side-by-side concatenation of the W_i^Q. Scaling Q by 1/sqrt(d_k) here costs n*d, not n^2.
     Q = _project(q, params.w_q, params.b_q)
+    K = _project(k, params.w_k, params.b_k)
+    if qk_norm is not None:
+        # QK-norm: each head's query and key get RMS 1 (times the learned scales) before their dot product.
+        Q = head_rms_norm(Q, h, qk_norm.q_weight, qk_norm.eps)
+        K = head_rms_norm(K, params.h_kv, qk_norm.k_weight, qk_norm.eps)
     Q *= 1.0 / math.sqrt(d_k)  # a Python float keeps float32 arrays float32
     Qh = np.broadcast_to(split_heads(Q, h), (*lead, h, n_q, d_k))
-    Kh = np.broadcast_to(kv_heads(_project(k, params.w_k, params.b_k), params), (*lead, h, n_kv, d_k))
+    Kh = np.broadcast_to(kv_heads(K, params), (*lead, h, n_kv, d_k))
     Vh = np.broadcast_to(kv_heads(_project(v, params.w_v, params.b_v), params), (*lead, h, n_kv, d_k))
 
     # Step 3 writes head i into columns i*d_k:(i+1)*d_k of this buffer, so step 4 is a free reshape.
@@ -149,9 +171,8 @@ def _forward(
         with one_blas_thread(), ThreadPoolExecutor(os.cpu_count()) as pool:
             list(pool.map(run, blocks))
 
-    # Steps 4-5: concatenated heads (..., n_q, d_model), then W^O mixes them.
-    output = _project(concat.reshape(*lead, n_q, d), params.w_o, params.b_o)
-    return output, weights
+    # Step 4: the heads side by side, (..., n_q, d_model).
+    return concat.reshape(*lead, n_q, d), weights
 
 
 def multi_head_attention_loop(

@@ -1,6 +1,7 @@
 """Decoding with a KV cache against causal multi-head attention over the whole sequence, and the cache's size."""
 
 import dataclasses
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -98,3 +99,89 @@ def test_a_token_of_another_batch_shape_is_refused():
         decode_step(np.zeros(8), p, cache)
     with pytest.raises(ValueError, match=r"^k_t: expected shape \(2, 2, 2\)"):
         decode_step(np.zeros((2, 8)), m.init_params(8, 4, h_kv=4), cache)  # other params: other kv heads
+
+
+def window_mask(n, window, sinks):
+    """Key j visible to query i iff j <= i and (j < sinks or i - j < window): StreamingLLM's attention pattern."""
+    i, j = np.arange(n)[:, None], np.arange(n)
+    return (j <= i) & ((j < sinks) | (i - j < window))
+
+
+@given(
+    window=st.integers(1, 6),
+    sinks=st.integers(0, 3),
+    n=st.integers(1, 30),
+    hk=st.sampled_from([(1, 1), (2, 1), (4, 2)]),
+    batch=st.sampled_from([(), (2,)]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_windowed_cache_equals_attention_with_the_sink_and_window_mask(window, sinks, n, hk, batch, seed):
+    h, h_kv = hk
+    p = random_params(h * 2, h, h_kv, seed)
+    x = np.random.default_rng(seed).normal(size=(*batch, n, h * 2))
+    ref, _ = m.multi_head_attention(x, x, x, p, window_mask(n, window, sinks))
+    cache = KVCache(window=window, sinks=sinks)
+    got = np.stack([decode_step(x[..., t, :], p, cache) for t in range(n)], axis=-2)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
+    kept = sorted(set(range(min(sinks, n))) | set(range(max(0, n - window), n)))
+    assert sorted(cache.positions.tolist()) == kept and len(cache) == len(kept) and cache.seen == n
+
+
+def test_sinks_zero_is_mistrals_rolling_buffer():
+    p = random_params(8, 4, 2, seed=5)
+    x = np.random.default_rng(6).normal(size=(20, 8))
+    ref, _ = m.multi_head_attention(x, x, x, p, m.sliding_window_mask(20, 4))
+    cache = KVCache(window=4)
+    np.testing.assert_allclose(np.stack([decode_step(t, p, cache) for t in x]), ref, rtol=0, atol=1e-12)
+    # The slots are reused in turn: token 19 sits where token 15 was, slot 3 (19 mod 4).
+    assert cache.positions.tolist() == [16, 17, 18, 19]
+
+
+def test_windowed_cache_memory_stays_constant_as_the_sequence_grows():
+    p = random_params(16, 4, 4, seed=7)
+    x = np.random.default_rng(8).normal(size=(600, 16))
+    sizes = {}
+    for name, make in (("windowed", lambda: KVCache(window=8, sinks=4)), ("full", KVCache)):
+        cache = make()
+        for t in range(100):
+            decode_step(x[t], p, cache)
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        for t in range(100, 600):
+            decode_step(x[t], p, cache)
+        sizes[name] = (tracemalloc.get_traced_memory()[0] - before, cache.nbytes)
+        tracemalloc.stop()
+    # Windowed: 12 tokens' keys and values, 2 * 12 * 16 float64 numbers, however many tokens went through.
+    assert sizes["windowed"][1] == 2 * 12 * 16 * 8
+    assert sizes["windowed"][0] < 1024
+    # The full cache grew from 128 slots to 1024 (doubling): 2 * 896 * 16 * 8 bytes more.
+    assert sizes["full"][1] == 2 * 1024 * 16 * 8 and sizes["full"][0] >= 2 * 896 * 16 * 8
+
+
+def test_no_arguments_keeps_every_token():
+    cache = KVCache()
+    assert cache.window is None and cache.sinks == 0 and cache.nbytes == 0
+    for t in range(40):
+        cache.append(np.full((1, 2), t, float), np.full((1, 2), -t, float))
+    assert len(cache) == cache.seen == 40 and cache.keys[0, :, 0].tolist() == list(range(40))
+
+
+APPEND_BAD = {
+    "k_t and v_t of different shapes": ("v_t", lambda c: c.append(np.zeros((2, 3)), np.zeros((2, 4)))),
+    "1-d keys": ("k_t", lambda c: c.append(np.zeros(3), np.zeros(3))),
+    "NaN key": ("k_t", lambda c: c.append(np.full((2, 3), np.nan), np.zeros((2, 3)))),
+    "inf value": ("v_t", lambda c: c.append(np.zeros((2, 3)), np.full((2, 3), np.inf))),
+    "string key": ("k_t", lambda c: c.append(np.full((2, 3), "a"), np.zeros((2, 3)))),
+    "window zero": ("window", lambda c: KVCache(window=0)),
+    "window float": ("window", lambda c: KVCache(window=2.5)),
+    "sinks negative": ("sinks", lambda c: KVCache(window=4, sinks=-1)),
+    "sinks bool": ("sinks", lambda c: KVCache(window=4, sinks=True)),
+}
+
+
+@pytest.mark.parametrize("name, call", APPEND_BAD.values(), ids=APPEND_BAD.keys())
+def test_bad_append_or_window_names_the_argument(name, call):
+    cache = KVCache()
+    with pytest.raises(ValueError, match=rf"^{name}: expected .*got"):
+        call(cache)
+    assert len(cache) == 0 and cache.keys is None  # nothing was stored
