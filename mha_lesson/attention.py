@@ -6,7 +6,18 @@ import math
 
 import numpy as np
 
-from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_finite, check_mask, check_memory, check_positive_int
+from ._checks import (
+    DEFAULT_MAX_BYTES,
+    as_array,
+    as_float_array,
+    as_int_array,
+    check_finite,
+    check_mask,
+    check_memory,
+    check_positive_int,
+    check_size,
+    is_int,
+)
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -14,6 +25,8 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     x = as_float_array("x", x)
     if np.isnan(x).any() or np.isposinf(x).any():
         raise ValueError("x: expected finite values or -inf (masked), got NaN or +inf")
+    if not is_int(axis) or not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis: expected an integer axis of x, in [-{x.ndim}, {x.ndim}), got {axis!r}")
     # Subtracting the max keeps exp() <= 1, so logits of 1e4 do not overflow to inf/inf = NaN.
     # initial=-inf: an empty slice (no keys at all) behaves like an all -inf one instead of crashing.
     m = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
@@ -26,8 +39,8 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def causal_mask(n: int) -> np.ndarray:
     """(n, n) boolean mask, True on and below the diagonal: query i may attend to keys 0..i."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n: expected a positive integer, got {n!r}")
+    n = check_positive_int("n", n)
+    check_size("n", "the mask", (n, n), bool)
     return np.tri(n, dtype=bool)
 
 
@@ -35,30 +48,34 @@ def sliding_window_mask(n: int, window: int) -> np.ndarray:
     """(n, n) boolean causal sliding window: query i may attend to keys i-window+1..i (n*window pairs, not n^2)."""
     check_positive_int("n", n)
     check_positive_int("window", window)
+    check_size("n", "the (n, n) offsets behind the mask", (n, n), np.intp)
     offset = np.arange(n)[:, None] - np.arange(n)  # (n, n): i - j, how far back key j lies from query i
     return (offset >= 0) & (offset < window)
 
 
 def receptive_field(mask: np.ndarray, layers: int) -> np.ndarray:
     """(n, n) boolean: which input tokens reach position i after `layers` layers that each attend by mask (n, n)."""
-    mask = np.asarray(mask)
+    mask = as_array("mask", mask)
     if mask.dtype != np.bool_ or mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
         raise ValueError(f"mask: expected a square boolean (n, n) array, got shape {mask.shape} dtype {mask.dtype}")
-    check_positive_int("layers", layers)
-    reach = mask
-    for _ in range(layers - 1):
-        # Boolean matrix product: i reaches token t if i attends to some j that already reached t.
-        reach = mask @ reach
-    return reach
+    layers = check_positive_int("layers", layers)
+    # Boolean matrix power by squaring: i reaches token t after a + b layers if i reaches some j after a
+    # layers and j reaches t after b. log2(layers) products, so layers = 10**9 costs 30 of them, not 10**9.
+    reach, power = None, mask
+    while True:
+        if layers & 1:
+            reach = power if reach is None else power @ reach
+        layers >>= 1
+        if not layers:
+            return reach
+        power = power @ power
 
 
 def padding_mask(lengths: np.ndarray | list[int], n: int) -> np.ndarray:
     """(batch, 1, 1, n) boolean mask, True for the first lengths[b] keys of sequence b."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n: expected a positive integer, got {n!r}")
-    lengths = np.asarray(lengths)
-    if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
-        raise ValueError(f"lengths: expected a 1-D array of integers, got shape {lengths.shape} dtype {lengths.dtype}")
+    n = check_positive_int("n", n)
+    lengths = as_int_array("lengths", lengths, 1)
+    check_size("n", "the mask", (len(lengths), n), bool)
     if (lengths < 0).any() or (lengths > n).any():
         raise ValueError(f"lengths: expected values in [0, n={n}], got {lengths.tolist()}")
     # Shape (batch, 1, 1, n) broadcasts over heads and queries: padded keys are hidden from all.

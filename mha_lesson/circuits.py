@@ -17,7 +17,18 @@ import math
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_mask, check_positive_int
+from ._checks import (
+    as_array,
+    as_float_array,
+    check_bool,
+    check_finite,
+    check_mask,
+    check_nonnegative_int,
+    check_number,
+    check_positive_int,
+    check_size,
+    is_int,
+)
 from .attention import causal_mask, softmax
 from .multihead import multi_head_attention
 from .projections import MHAParams
@@ -168,7 +179,7 @@ def effective_rank(s: np.ndarray, fraction: float = 0.9) -> np.ndarray:
     number of directions that carry that fraction of it. An int array of shape (...).
     """
     s = _check_spectrum(s)
-    if not 0 < fraction <= 1:
+    if not 0 < check_number("fraction", fraction) <= 1:
         raise ValueError(f"fraction: expected a number in (0, 1], got {fraction!r}")
     energy = np.sort(s, axis=-1)[..., ::-1] ** 2  # descending
     held = np.cumsum(energy, axis=-1) / energy.sum(axis=-1, keepdims=True)  # (..., r)
@@ -220,7 +231,7 @@ class InductionModel:
         }
 
     def _tokens(self, tokens: object) -> np.ndarray:
-        t = np.asarray(tokens)
+        t = as_array("tokens", tokens)
         if t.ndim != 1 or not np.issubdtype(t.dtype, np.integer) or not 1 <= len(t) <= self.max_len:
             raise ValueError(
                 f"tokens: expected a 1-D integer array of 1 to max_len={self.max_len} token ids, "
@@ -258,7 +269,7 @@ class InductionModel:
 
 def sharp_gain(max_len: int) -> float:
     """A scaled score large enough that one wanted key out of max_len gets over 99.7 % of the weight: e^6 ≈ 400."""
-    return math.log(max_len) + 6.0
+    return math.log(check_positive_int("max_len", max_len)) + 6.0
 
 
 def hand_built_induction(vocab_size: int, max_len: int) -> InductionModel:
@@ -272,6 +283,8 @@ def hand_built_induction(vocab_size: int, max_len: int) -> InductionModel:
     if length < 2:
         raise ValueError(f"max_len: expected at least 2 positions (a token and the one after it), got {max_len}")
     d = 3 * v + length
+    # Eight (d_model, d_model) matrices, d_model = 3 * vocab_size + max_len: refuse before building any.
+    check_size("vocab_size" if 3 * v >= length else "max_len", "the weights", (8, d, d), np.float64)
     tok, pos, prev, out = (slice(a, a + w) for a, w in ((0, v), (v, length), (v + length, v), (2 * v + length, v)))
     embed = np.zeros((v, d))
     embed[:, tok] = np.eye(v)
@@ -311,8 +324,12 @@ def hand_built_induction(vocab_size: int, max_len: int) -> InductionModel:
 
 def repeated_sequence(rng: np.random.Generator, vocab_size: int, k: int, n: int) -> np.ndarray:
     """(n,) ints: k distinct random tokens, the same k again, then random tokens up to length n (>= 2k)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng: expected a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    check_positive_int("vocab_size", vocab_size)
     check_positive_int("k", k)
     check_positive_int("n", n)
+    check_size("vocab_size" if vocab_size >= n else "n", "the tokens drawn", (vocab_size + n,), np.int64)
     if k > vocab_size:
         raise ValueError(f"k: expected at most vocab_size={vocab_size} distinct tokens, got {k}")
     if n < 2 * k:
@@ -345,7 +362,8 @@ def detection_score(attention: np.ndarray, pattern: np.ndarray, *, all_rows: boo
     all_rows=True divides by every row's attention instead, as TransformerLens' detect_head ("mul") does.
     """
     a = _check_attention(attention)
-    p = np.asarray(pattern)
+    all_rows = check_bool("all_rows", all_rows)
+    p = as_array("pattern", pattern)
     if p.dtype != np.bool_:
         raise ValueError(f"pattern: expected a boolean array (True = the cells to score), got dtype {p.dtype}")
     try:
@@ -364,19 +382,27 @@ def detection_score(attention: np.ndarray, pattern: np.ndarray, *, all_rows: boo
 
 def previous_token_pattern(n: int) -> np.ndarray:
     """(n, n) boolean: query i -> key i - 1 (row 0 has no cell)."""
-    return np.eye(check_positive_int("n", n), k=-1, dtype=bool)
+    n = check_positive_int("n", n)
+    check_size("n", "the pattern", (n, n), bool)
+    return np.eye(n, k=-1, dtype=bool)
 
 
 def _check_tokens_1d(tokens: object) -> np.ndarray:
-    t = np.asarray(tokens)
+    """tokens as a non-empty 1-D array of token ids (integers or strings) whose (n, n) pattern fits in memory."""
+    t = as_array("tokens", tokens)
     if t.ndim != 1 or len(t) == 0:
         raise ValueError(f"tokens: expected a non-empty 1-D sequence of token ids, got shape {t.shape}")
+    # Floats are refused: NaN != NaN would silently make a token differ from itself.
+    if not (np.issubdtype(t.dtype, np.integer) or np.issubdtype(t.dtype, np.str_)):
+        raise ValueError(f"tokens: expected token ids (integers or strings), got dtype {t.dtype}")
+    check_size("tokens", "the pattern", (len(t), len(t)), np.int64)  # a few (n, n) boolean temporaries
     return t
 
 
 def duplicate_token_pattern(tokens: np.ndarray, *, causal: bool = True) -> np.ndarray:
     """(n, n) boolean: query i -> every earlier key j < i holding the same token (causal=False: any j != i)."""
     t = _check_tokens_1d(tokens)
+    causal = check_bool("causal", causal)
     same = (t[:, None] == t[None, :]) & ~np.eye(len(t), dtype=bool)  # (n, n)
     return np.tril(same) if causal else same
 
@@ -387,6 +413,7 @@ def induction_pattern(tokens: np.ndarray, *, causal: bool = True) -> np.ndarray:
     causal=False: any j - 1 != i, also later in the sequence (for bidirectional models such as BERT).
     """
     t = _check_tokens_1d(tokens)
+    causal = check_bool("causal", causal)
     pattern = np.zeros((len(t), len(t)), dtype=bool)
     pattern[:, 1:] = duplicate_token_pattern(t, causal=causal)[:, :-1]  # cell (i, j) = duplicate (i, j - 1)
     return np.tril(pattern) if causal else pattern
@@ -399,10 +426,10 @@ def repeat_pattern(n: int, k: int, back: int, *, start: int = 0) -> np.ndarray:
     """
     for name, value in (("n", n), ("k", k)):
         check_positive_int(name, value)
-    if isinstance(back, bool) or not isinstance(back, (int, np.integer)) or not 0 <= back <= k:
+    if not is_int(back) or not 0 <= back <= k:
         raise ValueError(f"back: expected an integer from 0 to k = {k}, got {back!r}")
-    if isinstance(start, bool) or not isinstance(start, (int, np.integer)) or start < 0:
-        raise ValueError(f"start: expected a non-negative integer, got {start!r}")
+    check_nonnegative_int("start", start)
+    check_size("n", "the pattern", (n, n), bool)
     if start + k >= n:
         raise ValueError(f"k: expected the second copy to start inside the sequence, start + k < n = {n}; got {k}")
     rows = np.arange(start + k, min(start + 2 * k, n))  # the second copy
@@ -431,4 +458,5 @@ def induction_score(attention: np.ndarray, k: int, *, start: int = 0, all_rows: 
     earlier occurrence. The sequence holds k tokens at start..start+k-1, repeated at start+k..start+2k-1.
     """
     a = _check_attention(attention)
-    return detection_score(a, repeat_pattern(a.shape[-1], k, k - 1, start=start), all_rows=all_rows)
+    back = check_positive_int("k", k) - 1
+    return detection_score(a, repeat_pattern(a.shape[-1], k, back, start=start), all_rows=all_rows)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_heads, check_kv_heads, check_positive_int
+from ._checks import as_dtype, check_bool, check_heads, check_kv_heads, check_positive_int
 
 SOFTMAX_OPS_PER_WEIGHT = 5
 PARTS = ("projections", "scores", "softmax", "weighted_sum", "output_projection")
@@ -24,7 +24,8 @@ def param_count(d_model: int, h: int, bias: bool = False, *, split: bool = True,
     With h_kv key/value heads (grouped-query attention; None means h) W^K and W^V keep only h_kv
     blocks: 2*d_model^2 + 2*d_model*h_kv*d_k.
     """
-    if split:
+    bias = check_bool("bias", bias)
+    if check_bool("split", split):
         d_k = check_heads(d_model, h)
     else:  # full-width heads never split d_model, so h need not divide it
         d_k = check_positive_int("d_model", d_model)
@@ -49,6 +50,7 @@ def flop_count(n_q: int, n_kv: int, d_model: int, h: int, split: bool = True) ->
     """
     check_positive_int("n_q", n_q)
     check_positive_int("n_kv", n_kv)
+    split = check_bool("split", split)
     # Full-width heads need no divisibility, but h and d_model must still be positive integers.
     d_k = check_heads(d_model, h) if split else check_positive_int("d_model", d_model)
     check_positive_int("h", h)
@@ -68,11 +70,11 @@ def attention_memory_bytes(n_q: int, n_kv: int, h: int, dtype: np.dtype | type =
     """Bytes to hold the attention weights of one layer: batch * h * n_q * n_kv * itemsize."""
     for name, value in (("n_q", n_q), ("n_kv", n_kv), ("h", h), ("batch", batch)):
         check_positive_int(name, value)
-    return batch * h * n_q * n_kv * np.dtype(dtype).itemsize
+    return batch * h * n_q * n_kv * as_dtype("dtype", dtype).itemsize
 
 
 def kv_cache_bytes(layers: int, n: int, h_kv: int, d_k: int, dtype: np.dtype | type, batch: int = 1) -> int:
     """Bytes of a decoder's KV cache: 2 (K and V) * layers * n tokens * h_kv heads * d_k * itemsize * batch."""
     for name, value in (("layers", layers), ("n", n), ("h_kv", h_kv), ("d_k", d_k), ("batch", batch)):
         check_positive_int(name, value)
-    return 2 * layers * n * h_kv * d_k * np.dtype(dtype).itemsize * batch
+    return 2 * layers * n * h_kv * d_k * as_dtype("dtype", dtype).itemsize * batch

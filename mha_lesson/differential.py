@@ -36,6 +36,8 @@ def differential_attention(
         raise ValueError(f"q2: expected the shape of q1 {q1.shape}, got {q2.shape}")
     if k2.shape != k1.shape:
         raise ValueError(f"k2: expected the shape of k1 {k1.shape}, got {k2.shape}")
+    for name, a in (("q1", q1), ("k1", k1), ("q2", q2), ("k2", k2)):
+        check_finite(name, a)
     lam = as_float_array("lam", lam, 0)
     check_finite("lam", lam)
     if lam.size != 1 and (lam.ndim < 2 or lam.shape[-2:] != (1, 1)):

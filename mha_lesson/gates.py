@@ -22,7 +22,8 @@ from .projections import MHAParams
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
-    """1 / (1 + e^-x), elementwise, without overflow for large |x|."""
+    """1 / (1 + e^-x), elementwise, without overflow for large |x|: +-inf give 1 and 0, NaN in gives NaN out."""
+    x = as_float_array("x", x, 0)
     # e^-|x| <= 1 never overflows; for x < 0, sigmoid(x) = e^x / (1 + e^x) = e^-|x| / (1 + e^-|x|).
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1.0, e) / (1.0 + e)

@@ -39,7 +39,7 @@ import numpy as np
 
 from . import pretrained
 from ._blas import one_blas_thread
-from ._checks import as_float_array
+from ._checks import as_array, as_finite_array, as_float_array, as_int_array, check_number, check_size, is_int
 from .attention import padding_mask
 from .encoder import encoder_layer
 from .heads import split_heads
@@ -49,11 +49,12 @@ from .projections import MHAParams
 DATA = Path(__file__).parent / "data"
 
 
-def _weights(w: np.ndarray) -> np.ndarray:
-    """Return w as a float array of square (..., n, n) matrices, or raise ValueError."""
-    w = as_float_array("w", w, 2)
+def _weights(w: np.ndarray, name: str = "w") -> np.ndarray:
+    """Return w as a finite float array of square (..., n, n) matrices, or raise ValueError naming the argument."""
+    # Scores a learner computes on their own attention: a NaN would silently become a NaN score.
+    w = as_finite_array(name, w, 2)
     if w.shape[-1] != w.shape[-2]:
-        raise ValueError(f"w: expected self-attention weights of shape (..., n, n), got {w.shape}")
+        raise ValueError(f"{name}: expected self-attention weights of shape (..., n, n), got {w.shape}")
     return w
 
 
@@ -109,8 +110,11 @@ LABELS = {
 
 def corpus_scores(weights: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """Each score averaged over every query of every sentence: list of (..., n_s, n_s) -> {name: (...)}."""
-    if len(weights) == 0:
-        raise ValueError("weights: expected at least one sentence's attention weights, got an empty list")
+    if isinstance(weights, (str, np.ndarray)) or not isinstance(weights, Sequence) or len(weights) == 0:
+        raise ValueError(
+            f"weights: expected at least one sentence's attention weights (a list of arrays), got {weights!r}"
+        )
+    weights = [_weights(w, f"weights[{s}]") for s, w in enumerate(weights)]
     lead = np.shape(weights[0])[:-2]
     for s, w in enumerate(weights):
         if np.shape(w)[:-2] != lead:
@@ -121,9 +125,10 @@ def corpus_scores(weights: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
 
 def uniform_baseline(lengths: Sequence[int]) -> dict[str, float]:
     """The same averages for a head that spreads every row evenly over its n keys (each weight 1/n)."""
-    n = np.asarray(lengths, dtype=float)
-    if n.ndim != 1 or n.size == 0 or (n < 2).any():
-        raise ValueError(f"lengths: expected a non-empty list of sentence lengths >= 2, got {list(lengths)}")
+    n = as_int_array("lengths", lengths, 1)
+    if n.size == 0 or (n < 2).any():
+        raise ValueError(f"lengths: expected a non-empty list of sentence lengths >= 2, got {n.tolist()}")
+    n = n.astype(float)
     per_key = float(np.sum(n * (1 / n)) / n.sum())  # n queries per sentence, each 1/n on any one key
     shifted = float(np.sum((n - 1) / n) / np.sum(n - 1))  # n-1 queries per sentence have a previous key
     ent = float(np.sum(n * np.log(n)) / n.sum())
@@ -132,7 +137,8 @@ def uniform_baseline(lengths: Sequence[int]) -> dict[str, float]:
 
 def heads_above(score: np.ndarray, threshold: float) -> list[tuple[int, int]]:
     """(layers, heads) score -> every (layer, head) whose score exceeds threshold, in layer-then-head order."""
-    score = as_float_array("score", score, 2)
+    score = as_finite_array("score", score, 2)
+    threshold = check_number("threshold", threshold)
     return [(int(li), int(hi)) for li, hi in zip(*np.nonzero(score > threshold), strict=True)]
 
 
@@ -151,6 +157,15 @@ def compare_with_clark(
     centre lies, by relative depth, within BERT-base's layers 6-10 of 12 (counted from 1), that is within 5/12 to
     10/12 of the depth: layers 2-4 of a 6-layer model counted from 0. The lower layers are the first half.
     """
+    for name, d, keys in (("scores", scores, SCORES), ("baseline", baseline, ("entropy", "[SEP]"))):
+        if not isinstance(d, dict) or not set(keys) <= d.keys():
+            raise ValueError(f"{name}: expected a dict with keys {sorted(keys)}, got {type(d).__name__}")
+    scores = {k: as_finite_array("scores", scores[k], 2) for k in SCORES}
+    if len({s.shape for s in scores.values()}) != 1:
+        raise ValueError(
+            f"scores: expected (layers, heads) arrays of one shape, got {[s.shape for s in scores.values()]}"
+        )
+    check_number("little", little)
     n_layers, h = scores["previous"].shape
     total = n_layers * h
     lower = n_layers // 2  # layers 0 .. lower-1
@@ -228,8 +243,9 @@ RELATION_LABELS = {
     "nmod:poss": "possessive → noun",
     "coref": "pronoun → antecedent",
 }
-# Clark et al.'s baseline always predicts the word k places from the dependent, for the best fixed k.
-OFFSETS = (-3, -2, -1, 1, 2, 3)
+# Clark et al.'s baseline always predicts the word k places from the dependent, for the best fixed k: their code
+# tries `range(-3, 3)` (Syntax_Analysis.ipynb), so k runs from -3 to +2; k = 0 (the word itself) never hits.
+OFFSETS = (-3, -2, -1, 1, 2)
 # "dependent->head": the dependent's most-attended word; "head->dependent": the word that attends most to the
 # dependent. Clark et al. score both and report the better; the lesson's question is the first.
 DIRECTIONS = ("dependent->head", "head->dependent")
@@ -249,13 +265,25 @@ class Annotated:
     arcs: dict[str, tuple[tuple[int, int], ...]]
 
 
+def _read_data(path: object, default: str) -> tuple[Path, str]:
+    """(path, its UTF-8 text); None means the shipped data file `default`. ValueError naming path if unreadable."""
+    if path is None:
+        path = DATA / default
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"path: expected a file path (str or Path) or None, got {type(path).__name__}")
+    try:
+        return Path(path), Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"path: expected a readable UTF-8 text file, got {str(path)!r}: {exc}") from None
+
+
 def load_relations(path: str | Path | None = None) -> list[Annotated]:
     """The sentences of a CoNLL-U file (default: the shipped relations.conllu) with their arcs for RELATIONS."""
     import conllu  # only this reader needs it: the rest of the module works without it
 
-    path = DATA / "relations.conllu" if path is None else Path(path)
+    path, text = _read_data(path, "relations.conllu")
     sentences = []
-    for s, tokens in enumerate(conllu.parse(path.read_text(encoding="utf-8")), start=1):
+    for s, tokens in enumerate(conllu.parse(text), start=1):
         if "text" not in tokens.metadata:
             raise ValueError(f"{path.name}: expected a '# text = ...' line for sentence {s}, got none")
         if any(not isinstance(t["id"], int) for t in tokens):
@@ -273,6 +301,8 @@ def load_relations(path: str | Path | None = None) -> list[Annotated]:
 
 def word_groups(word_ids: Sequence[int | None]) -> list[list[int]]:
     """Positions of each word's pieces, in order; a piece with no word (None: [CLS], [SEP]) is a word of its own."""
+    if isinstance(word_ids, (str, dict)) or not isinstance(word_ids, Sequence):
+        raise ValueError(f"word_ids: expected a list with None or a word index per piece, got {word_ids!r}")
     groups: list[list[int]] = []
     seen: set[int] = set()
     previous = None
@@ -299,9 +329,9 @@ def word_attention(weights: np.ndarray, word_ids: Sequence[int | None]) -> np.nd
     (MiniLM.word_ids); a None piece ([CLS], [SEP]) stays a word of its own, so for one sentence row 0 is [CLS],
     row k + 1 is word k and the last row is [SEP], and they can be left out by position.
     """
-    w = _weights(weights)
-    if len(word_ids) != w.shape[-1]:
-        raise ValueError(f"word_ids: expected one entry per word piece ({w.shape[-1]}), got {len(word_ids)}")
+    w = _weights(weights, "weights")
+    if isinstance(word_ids, str) or not isinstance(word_ids, Sequence) or len(word_ids) != w.shape[-1]:
+        raise ValueError(f"word_ids: expected one entry per word piece ({w.shape[-1]}), got {word_ids!r}")
     groups = word_groups(word_ids)
     member = np.zeros((len(groups), w.shape[-1]), dtype=w.dtype)  # (n_words, n_pieces): 1 where a piece is the word's
     for g, pieces in enumerate(groups):
@@ -315,9 +345,9 @@ def most_attended(word_weights: np.ndarray, candidates: np.ndarray) -> np.ndarra
     Clark et al. leave out the word itself, [CLS] and [SEP]; candidates also leaves out punctuation here. A row
     with no candidate left gets 0 ([CLS]), which is never a gold word.
     """
-    w = _weights(word_weights)
+    w = _weights(word_weights, "word_weights")
     m = w.shape[-1]
-    candidates = np.asarray(candidates)
+    candidates = as_array("candidates", candidates)
     if candidates.dtype != np.bool_ or candidates.shape != (m,):
         raise ValueError(
             f"candidates: expected a boolean array of shape ({m},), got {candidates.dtype} {candidates.shape}"
@@ -326,10 +356,17 @@ def most_attended(word_weights: np.ndarray, candidates: np.ndarray) -> np.ndarra
     return np.where(allowed, w, -np.inf).argmax(axis=-1)
 
 
-def _check_arcs(arcs: Sequence[Sequence[tuple[int, int]]], n_sentences: int) -> int:
-    """Return the total number of arcs, or raise ValueError when the list does not match the sentences."""
-    if len(arcs) != n_sentences:
-        raise ValueError(f"arcs: expected one list of (dependent, head) per sentence ({n_sentences}), got {len(arcs)}")
+def _check_arcs(arcs: Sequence[Sequence[tuple[int, int]]], sizes: Sequence[int]) -> int:
+    """Total number of arcs, or ValueError unless arcs holds one list of (dependent, head) word pairs per sentence.
+
+    sizes: each sentence's number of words; every index must lie in [0, size).
+    """
+    if isinstance(arcs, str) or not isinstance(arcs, Sequence) or len(arcs) != len(sizes):
+        raise ValueError(f"arcs: expected one list of (dependent, head) per sentence ({len(sizes)}), got {arcs!r}")
+    for sentence, m in zip(arcs, sizes, strict=True):
+        for arc in sentence if isinstance(sentence, Sequence) else [sentence]:
+            if not (isinstance(arc, Sequence) and len(arc) == 2 and all(is_int(i) and 0 <= i < m for i in arc)):
+                raise ValueError(f"arcs: expected (dependent, head) pairs of word indices in [0, {m}), got {arc!r}")
     total = sum(len(a) for a in arcs)
     if total == 0:
         raise ValueError("arcs: expected at least one (dependent, head) arc, got none")
@@ -338,7 +375,10 @@ def _check_arcs(arcs: Sequence[Sequence[tuple[int, int]]], n_sentences: int) -> 
 
 def relation_accuracy(predicted: Sequence[np.ndarray], arcs: Sequence[Sequence[tuple[int, int]]]) -> np.ndarray:
     """Fraction of arcs (dependent, head) whose dependent's predicted word is the head: list of (..., m) -> (...)."""
-    _check_arcs(arcs, len(predicted))
+    if isinstance(predicted, (str, np.ndarray)) or not isinstance(predicted, Sequence):
+        raise ValueError(f"predicted: expected a list of each sentence's (..., m) predictions, got {predicted!r}")
+    predicted = [as_finite_array(f"predicted[{s}]", p) for s, p in enumerate(predicted)]
+    _check_arcs(arcs, [p.shape[-1] if p.ndim else 0 for p in predicted])
     hits = [
         np.asarray(p)[..., [d for d, _ in a]] == np.array([h for _, h in a])  # (..., arcs of this sentence)
         for p, a in zip(predicted, arcs, strict=True)
@@ -354,7 +394,14 @@ def offset_baseline(
 
     Places count candidate words only, the words most_attended may choose: punctuation is skipped by both.
     """
-    total = _check_arcs(arcs, len(candidates))
+    if isinstance(candidates, (str, np.ndarray)) or not isinstance(candidates, Sequence):
+        raise ValueError(f"candidates: expected a list of each sentence's (m,) boolean candidates, got {candidates!r}")
+    candidates = [as_array(f"candidates[{s}]", c) for s, c in enumerate(candidates)]
+    if not all(c.dtype == np.bool_ and c.ndim == 1 for c in candidates):
+        raise ValueError("candidates: expected a 1-D boolean array (True = a candidate word) for each sentence")
+    if isinstance(offsets, str) or not isinstance(offsets, Sequence) or not all(is_int(k) for k in offsets):
+        raise ValueError(f"offsets: expected a list of integer offsets such as (-1, 1), got {offsets!r}")
+    total = _check_arcs(arcs, [len(c) for c in candidates])
     hits = dict.fromkeys(offsets, 0)
     for cand, sentence_arcs in zip(candidates, arcs, strict=True):
         positions = np.flatnonzero(cand)  # word index of each candidate, in order
@@ -446,10 +493,21 @@ def antecedent_baselines(sentences: Sequence[Annotated]) -> dict[str, float]:
     return {name: n / total for name, n in hits.items()}
 
 
+def _check_rows(rows: object) -> list[dict]:
+    """relation_table's rows, or ValueError naming rows."""
+    if isinstance(rows, (str, dict)) or not isinstance(rows, Sequence):
+        raise ValueError(f"rows: expected relation_table's list of rows, got {type(rows).__name__}")
+    keys = ("relation", "direction", "layer", "head", "accuracy")
+    for r in rows:
+        if not isinstance(r, dict) or not all(k in r for k in keys):
+            raise ValueError(f"rows: expected dicts with keys {keys} as relation_table gives, got {r!r}")
+    return list(rows)
+
+
 def best_heads(rows: Sequence[dict]) -> list[dict]:
     """The row with the highest accuracy for each relation in rows, in RELATIONS order (first one on a tie)."""
     best: dict[str, dict] = {}
-    for row in rows:
+    for row in _check_rows(rows):
         if row["relation"] not in best or row["accuracy"] > best[row["relation"]]["accuracy"]:
             best[row["relation"]] = row
     return [best[rel] for rel in RELATIONS if rel in best]
@@ -457,12 +515,19 @@ def best_heads(rows: Sequence[dict]) -> list[dict]:
 
 def relation_grid(rows: Sequence[dict], relation: str, direction: str = "dependent->head") -> np.ndarray:
     """(n_layers, h) accuracy of every head for one relation and direction, from relation_table's rows."""
-    chosen = [r for r in rows if r["relation"] == relation and r["direction"] == direction]
+    if not isinstance(direction, str) or direction not in DIRECTIONS:
+        raise ValueError(f"direction: expected one of {DIRECTIONS}, got {direction!r}")
+    chosen = [r for r in _check_rows(rows) if r["relation"] == relation and r["direction"] == direction]
+    for r in chosen:
+        if not (is_int(r["layer"]) and is_int(r["head"]) and r["layer"] >= 0 and r["head"] >= 0):
+            raise ValueError(f"rows: expected non-negative integer layer and head, got {r['layer']!r}, {r['head']!r}")
     if not chosen:
         raise ValueError(
             f"relation: expected one of the rows' relations and directions, got {relation!r}, {direction!r}"
         )
-    grid = np.full((max(r["layer"] for r in chosen) + 1, max(r["head"] for r in chosen) + 1), np.nan)
+    shape = (max(r["layer"] for r in chosen) + 1, max(r["head"] for r in chosen) + 1)
+    check_size("rows", "the grid", shape, np.float64)
+    grid = np.full(shape, np.nan)
     for r in chosen:
         grid[r["layer"], r["head"]] = r["accuracy"]
     return grid
@@ -473,7 +538,7 @@ def relation_grid(rows: Sequence[dict], relation: str, direction: str = "depende
 
 def value_norms(x: np.ndarray, params: MHAParams) -> np.ndarray:
     """x (..., n, d_model) -> (..., h, n): ||(x_j W_i^V + b_i^V) W_i^O||, the size of what token j adds via head i."""
-    x = as_float_array("x", x, 2)
+    x = as_finite_array("x", x, 2)
     if not isinstance(params, MHAParams):
         raise ValueError(f"params: expected an MHAParams, got {type(params).__name__}")
     if x.shape[-1] != params.d_model:
@@ -490,8 +555,8 @@ def value_norms(x: np.ndarray, params: MHAParams) -> np.ndarray:
 
 def norm_weighted(weights: np.ndarray, norms: np.ndarray) -> np.ndarray:
     """||A_ij v_j W_i^O|| = A_ij ||v_j W_i^O||: weights (..., h, n, n) and value_norms (..., h, n) -> (..., h, n, n)."""
-    w = _weights(weights)
-    norms = as_float_array("norms", norms)
+    w = _weights(weights, "weights")
+    norms = as_finite_array("norms", norms)
     if norms.shape != w.shape[:-1]:
         raise ValueError(f"norms: expected shape {w.shape[:-1]} (..., h, n) to match weights, got {norms.shape}")
     return w * norms[..., None, :]  # weights are >= 0, so the norm of A_ij f(x_j) is A_ij ||f(x_j)||
@@ -553,8 +618,8 @@ class Paraphrase(NamedTuple):
 
 def load_paraphrases(path: str | Path | None = None) -> list[Paraphrase]:
     """Rows of a tab-separated file (default: the shipped paraphrases.tsv): topic, sentence, paraphrase; # = comment."""
-    path = DATA / "paraphrases.tsv" if path is None else Path(path)
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and line[0] != "#"]
+    path, text = _read_data(path, "paraphrases.tsv")
+    lines = [line for line in text.splitlines() if line.strip() and line[0] != "#"]
     if not lines or lines[0].split("\t") != list(Paraphrase._fields):
         raise ValueError(f"{path.name}: expected the header {'<tab>'.join(Paraphrase._fields)}, got {lines[:1]}")
     rows = [line.split("\t") for line in lines[1:]]
@@ -566,11 +631,11 @@ def load_paraphrases(path: str | Path | None = None) -> list[Paraphrase]:
 
 def _retrieval_inputs(similarity: np.ndarray, partner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Validate (..., m, m) similarities and (m,) partners; return the similarities with the diagonal at -inf."""
-    s = as_float_array("similarity", similarity, 2)
+    s = as_finite_array("similarity", similarity, 2)
     m = s.shape[-1]
     if s.shape[-2] != m:
         raise ValueError(f"similarity: expected square (..., m, m) matrices between all sentences, got {s.shape}")
-    partner = np.asarray(partner)
+    partner = as_array("partner", partner)
     if (
         partner.shape != (m,)
         or not np.issubdtype(partner.dtype, np.integer)
@@ -601,6 +666,12 @@ def retrieval_margin(similarity: np.ndarray, partner: np.ndarray) -> np.ndarray:
 
 def head_outputs(x: np.ndarray, params: MHAParams, mask: np.ndarray | None = None) -> np.ndarray:
     """x (..., n, d_model) -> (..., h, n, d_k): every head's output A_i V_i, before W^O mixes the heads."""
+    if not isinstance(params, MHAParams):
+        raise ValueError(f"params: expected an MHAParams, got {type(params).__name__}")
+    # Checked here, so that a bad x is blamed on x and not on the attention's q.
+    x = as_finite_array("x", x, 2)
+    if x.shape[-1] != params.d_model:
+        raise ValueError(f"x: expected shape (..., n, d_model={params.d_model}) to match params, got {x.shape}")
     _, weights = multi_head_attention(x, x, x, params, mask)  # (..., h, n, n)
     v = (x.reshape(-1, params.d_model) @ params.w_v).reshape(x.shape)  # (..., n, d_model): one product
     if params.b_v is not None:
@@ -616,11 +687,13 @@ def ablate_heads(params: MHAParams, heads: Iterable[int], means: np.ndarray | No
     bias: it goes into b^O. So mean-ablation keeps what a head adds on average and removes only what it adds
     differently for different tokens.
     """
-    heads = list(heads)
-    out = params.without_heads(heads)  # also checks every head index
+    if not isinstance(params, MHAParams):
+        raise ValueError(f"params: expected an MHAParams, got {type(params).__name__}")
+    heads = params.head_indices(heads)
+    out = params.without_heads(heads)
     if means is None:
         return out
-    means = as_float_array("means", means, 2)
+    means = as_finite_array("means", means, 2)
     if means.shape != (params.h, params.d_k):
         raise ValueError(f"means: expected shape ({params.h}, {params.d_k}) (h, d_k), got {means.shape}")
     shift = sum((means[i] @ params.w_o_head(i) for i in heads), start=np.zeros(params.d_model))  # (d_model,)
@@ -633,10 +706,12 @@ def ablated_model(
 ) -> pretrained.MiniLM:
     """A copy with the listed (layer, head) pairs switched off, by zero or, given means (n_layers, h, d_k), by mean."""
     by_layer: dict[int, list[int]] = {}
-    for layer, head in heads:
-        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < model.n_layers:
-            raise ValueError(f"heads: expected layer indices in [0, {model.n_layers}), got {layer!r}")
-        by_layer.setdefault(int(layer), []).append(head)
+    for layer, head in pretrained._check_model(model).layer_heads(heads):
+        by_layer.setdefault(layer, []).append(head)
+    if means is not None:
+        means = as_finite_array("means", means, 3)
+        if means.shape != (model.n_layers, model.h, model.layers[0].attn.d_k):
+            raise ValueError(f"means: expected shape (n_layers, h, d_k) of this model, got {means.shape}")
     layers = tuple(
         dataclasses.replace(p, attn=ablate_heads(p.attn, by_layer[i], None if means is None else means[i]))
         if i in by_layer
@@ -676,8 +751,11 @@ def _pairs_key(pairs: Sequence | None) -> tuple[tuple[str, str], ...]:
     """(sentence, paraphrase) pairs as a hashable tuple; None means every shipped pair."""
     if pairs is None:
         return tuple((p.sentence, p.paraphrase) for p in load_paraphrases())
-    if isinstance(pairs, str) or len(pairs) < 2:
+    if isinstance(pairs, str) or not isinstance(pairs, Sequence) or len(pairs) < 2:
         raise ValueError(f"pairs: expected at least 2 (sentence, paraphrase) pairs, got {pairs!r}")
+    # A string is a sequence too: 'ab' would silently read as the pair ('a', 'b').
+    if not all(isinstance(p, Sequence) and not isinstance(p, str) and len(p) >= 2 for p in pairs):
+        raise ValueError("pairs: expected every pair to be a tuple (sentence, paraphrase), not a string")
     key = tuple((p[-2], p[-1]) for p in pairs)  # a Paraphrase row ends with its two sentences too
     if not all(isinstance(s, str) for pair in key for s in pair):
         raise ValueError("pairs: expected every pair to end with two strings (sentence, paraphrase)")
@@ -709,7 +787,7 @@ MODES = ("zero", "mean")
 
 def _means(task: _Retrieval, mode: str) -> np.ndarray | None:
     """The head means mean-ablation needs, or None for zero-ablation."""
-    if mode not in MODES:
+    if not isinstance(mode, str) or mode not in MODES:
         raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
     return task.means if mode == "mean" else None
 
@@ -729,8 +807,9 @@ def head_importance(
     Michel et al.'s one-head-at-a-time ablation measured on a task; their pruning ranks heads by a gradient
     estimate of the same effect instead, which needs backpropagation that this numpy model does not have.
     """
-    task = _retrieval(model, _pairs_key(pairs))
+    task = _retrieval(pretrained._check_model(model), _pairs_key(pairs))
     means = _means(task, mode)
+    heads = None if heads is None else model.layer_heads(heads)
     intact_accuracy, intact_margin = task.score(task.inputs[-1])
     wanted = [(li, hi) for li in range(model.n_layers) for hi in range(model.h)] if heads is None else list(heads)
     accuracy, margin = np.full((model.n_layers, model.h), np.nan), np.full((model.n_layers, model.h), np.nan)
@@ -749,7 +828,12 @@ def head_importance(
 
 def prune_order(importance: dict[str, np.ndarray | float]) -> list[tuple[int, int]]:
     """Every (layer, head), least important first: by accuracy drop, ties broken by margin drop, then position."""
-    accuracy, margin = np.asarray(importance["accuracy_drop"]), np.asarray(importance["margin_drop"])
+    if not isinstance(importance, dict) or not {"accuracy_drop", "margin_drop"} <= importance.keys():
+        raise ValueError(
+            f"importance: expected head_importance's dict with accuracy_drop and margin_drop, got {importance!r}"
+        )
+    accuracy = as_float_array("importance", importance["accuracy_drop"], 0)
+    margin = as_float_array("importance", importance["margin_drop"], 0)
     if np.isnan(accuracy).any() or accuracy.shape != margin.shape or accuracy.ndim != 2:
         raise ValueError("importance: expected head_importance of every head (no NaN), as (n_layers, h) arrays")
     flat = np.lexsort((margin.ravel(), accuracy.ravel()))  # last key sorts first
@@ -773,13 +857,15 @@ def prune_curve(
     but one removed. Each point reruns only the layers from the first one where it removes a head that the
     previous point kept.
     """
-    task = _retrieval(model, _pairs_key(pairs))
+    task = _retrieval(pretrained._check_model(model), _pairs_key(pairs))
     means = _means(task, mode)
     n_heads = model.n_layers * model.h
-    order = prune_order(head_importance(model, pairs, mode=mode)) if order is None else [tuple(o) for o in order]
-    if len(set(order)) != len(order) or not all(0 <= li < model.n_layers and 0 <= hi < model.h for li, hi in order):
+    order = (
+        prune_order(head_importance(model, pairs, mode=mode)) if order is None else model.layer_heads(order, "order")
+    )
+    if len(set(order)) != len(order):
         raise ValueError(f"order: expected distinct (layer, head) pairs of this model, got {order}")
-    counts = np.arange(n_heads) if counts is None else np.asarray(counts)
+    counts = np.arange(n_heads) if counts is None else as_array("counts", counts)
     if counts.ndim != 1 or not np.issubdtype(counts.dtype, np.integer) or (np.diff(counts) <= 0).any():
         raise ValueError(f"counts: expected increasing whole numbers, got {counts!r}")
     if counts.size and (counts[0] < 0 or counts[-1] > len(order)):

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_positive_int
+from ._checks import as_float_array, check_finite, check_nonnegative_int, check_positive_int
 from .attention import attend
 from .heads import split_heads
 from .multihead import _project
@@ -32,8 +32,7 @@ class KVCache:
     def __init__(self, window: int | None = None, sinks: int = 0) -> None:
         if window is not None:
             check_positive_int("window", window)
-        if isinstance(sinks, bool) or not isinstance(sinks, (int, np.integer)) or sinks < 0:
-            raise ValueError(f"sinks: expected a non-negative integer (tokens kept from the start), got {sinks!r}")
+        check_nonnegative_int("sinks", sinks)
         self.window = None if window is None else int(window)
         self.sinks = int(sinks)
         self._k: np.ndarray | None = None  # (..., h_kv, capacity, d_k); the first n slots are used
@@ -116,13 +115,19 @@ def decode_step(x_t: np.ndarray, params: MHAParams, cache: KVCache) -> np.ndarra
         raise ValueError(f"params: expected an MHAParams, got {type(params).__name__}")
     if not isinstance(cache, KVCache):
         raise ValueError(f"cache: expected a KVCache, got {type(cache).__name__}")
+    h, h_kv, d_k = params.h, params.h_kv, params.d_k
+    if len(cache) and (cache.keys.shape[-3], cache.keys.shape[-1]) != (h_kv, d_k):
+        # Checked before x_t: a token of the new params' width is right for them, but the cache is not.
+        raise ValueError(
+            f"params: expected h_kv={cache.keys.shape[-3]} key/value heads of d_k={cache.keys.shape[-1]} like the "
+            f"params that filled the cache (start a new KVCache for other params), got h_kv={h_kv}, d_k={d_k}"
+        )
     x_t = as_float_array("x_t", x_t)
     if x_t.ndim > 2 or x_t.shape[-1] != params.d_model:
         raise ValueError(f"x_t: expected shape (d_model={params.d_model},) or (batch, d_model), got {x_t.shape}")
     check_finite("x_t", x_t)
     if len(cache) and cache.keys.shape[:-3] != x_t.shape[:-1]:
         raise ValueError(f"x_t: expected batch shape {cache.keys.shape[:-3]} like the cached tokens, got {x_t.shape}")
-    h, h_kv, d_k = params.h, params.h_kv, params.d_k
     row = x_t[..., None, :]  # (..., 1, d_model): the new token as a one-row sequence
     q_t = _project(row, params.w_q, params.b_q) * (1.0 / math.sqrt(d_k))  # (..., 1, d_model)
     k_t = split_heads(_project(row, params.w_k, params.b_k), h_kv)[..., 0, :]  # (..., h_kv, d_k)

@@ -18,7 +18,18 @@ import math
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_heads, check_mask, check_positive_int
+from ._checks import (
+    as_float_array,
+    check_bool,
+    check_finite,
+    check_heads,
+    check_mask,
+    check_nonnegative_int,
+    check_number,
+    check_positive_int,
+    check_size,
+    is_int,
+)
 from .attention import attend, causal_mask
 from .heads import merge_heads, split_heads
 from .norms import rms_norm
@@ -58,13 +69,17 @@ class MLAParams:
 
     def __post_init__(self) -> None:
         w_dkv = as_float_array("w_dkv", self.w_dkv, 2)
+        if w_dkv.ndim != 2 or not w_dkv.size:
+            raise ValueError(f"w_dkv: expected shape (d_model, d_c), both at least 1, got {w_dkv.shape}")
         w_kr = as_float_array("w_kr", self.w_kr, 2)
-        if w_dkv.ndim != 2 or w_kr.ndim != 2:
-            raise ValueError(f"w_dkv: expected 2-D (d_model, d_c) and w_kr (d_model, d_rope), got {w_dkv.shape}")
+        if w_kr.ndim != 2 or w_kr.shape[1] < 2 or w_kr.shape[1] % 2:
+            raise ValueError(
+                f"w_kr: expected shape (d_model, d_rope) with d_rope a positive even number "
+                f"(RoPE turns features in pairs), got {w_kr.shape}"
+            )
         d_model, d_c = w_dkv.shape
         d_rope = w_kr.shape[1]
         d_head = check_heads(d_model, self.h)
-        _check_sizes(d_c, d_rope)
         sizes = {"d_model": d_model, "d_c": d_c, "d_rope": d_rope, "h*d_head": self.h * d_head}
         sizes["h*d_rope"] = self.h * d_rope
         for name, (rows, cols) in _SHAPES.items():
@@ -80,10 +95,7 @@ class MLAParams:
                 raise ValueError(f"latent_norm: expected shape (d_c,) = ({d_c},), got {norm.shape}")
             check_finite("latent_norm", norm)
             object.__setattr__(self, "latent_norm", norm)
-        base = self.rope_base
-        is_number = isinstance(base, (int, float, np.number)) and not isinstance(base, bool)
-        if not (is_number and np.isfinite(base) and base > 0):
-            raise ValueError(f"rope_base: expected a positive number (10000.0 in most models), got {base!r}")
+        check_number("rope_base", self.rope_base, low=0, what="a positive number (10000.0 in most models)")
 
     @property
     def d_model(self) -> int:
@@ -104,7 +116,7 @@ class MLAParams:
 
 def _check_sizes(d_c: object, d_rope: object) -> None:
     check_positive_int("d_c", d_c)
-    if isinstance(d_rope, bool) or not isinstance(d_rope, (int, np.integer)) or d_rope < 2 or d_rope % 2:
+    if not is_int(d_rope) or d_rope < 2 or d_rope % 2:
         raise ValueError(f"d_rope: expected a positive even integer (RoPE turns features in pairs), got {d_rope!r}")
 
 
@@ -113,7 +125,12 @@ def init_mla_params(d_model: int, h: int, d_c: int, d_rope: int, seed: int = 0) 
     check_positive_int("d_model", d_model)
     d_head = check_heads(d_model, h)
     _check_sizes(d_c, d_rope)
+    seed = check_nonnegative_int("seed", seed)
     sizes = {"d_model": d_model, "d_c": d_c, "d_rope": d_rope, "h*d_head": h * d_head, "h*d_rope": h * d_rope}
+    # Before allocating: the seven matrices, blamed on the largest of the sizes they grow with.
+    largest = max(("d_model", "d_c", "d_rope"), key=lambda name: sizes[name])
+    total = sum(sizes[rows] * sizes[cols] for rows, cols in _SHAPES.values())
+    check_size(largest, "the seven weight matrices", (total,), np.float64)
     rng = np.random.default_rng(seed)
     weights = {}
     for name, (rows, cols) in _SHAPES.items():
@@ -166,8 +183,7 @@ def mla_attention(
     """
     if not isinstance(params, MLAParams):
         raise ValueError(f"params: expected an MLAParams, got {type(params).__name__}")
-    if not isinstance(absorb, (bool, np.bool_)):
-        raise ValueError(f"absorb: expected True or False, got {absorb!r}")
+    absorb = check_bool("absorb", absorb)
     x = as_float_array("x", x, 2)
     if x.shape[-1] != params.d_model:
         raise ValueError(f"x: expected shape (..., n, d_model={params.d_model}), got {x.shape}")
@@ -236,14 +252,19 @@ def mla_decode_step(x_t: np.ndarray, params: MLAParams, cache: MLACache) -> np.n
         raise ValueError(f"params: expected an MLAParams, got {type(params).__name__}")
     if not isinstance(cache, MLACache):
         raise ValueError(f"cache: expected an MLACache, got {type(cache).__name__}")
+    if len(cache) and (cache.latents.shape[-1], cache.rope_keys.shape[-1]) != (params.d_c, params.d_rope):
+        raise ValueError(
+            f"params: expected d_c={cache.latents.shape[-1]} and d_rope={cache.rope_keys.shape[-1]} like the params "
+            f"that filled the cache (start a new MLACache for other params), got d_c={params.d_c}, "
+            f"d_rope={params.d_rope}"
+        )
     x_t = as_float_array("x_t", x_t)
     if x_t.ndim > 2 or x_t.shape[-1] != params.d_model:
         raise ValueError(f"x_t: expected shape (d_model={params.d_model},) or (batch, d_model), got {x_t.shape}")
     check_finite("x_t", x_t)
-    if len(cache) and (cache.latents.shape[:-2] != x_t.shape[:-1] or cache.latents.shape[-1] != params.d_c):
+    if len(cache) and cache.latents.shape[:-2] != x_t.shape[:-1]:
         raise ValueError(
-            f"x_t: expected batch shape {cache.latents.shape[:-2]} and params with d_c={cache.latents.shape[-1]} "
-            f"like the cached tokens, got x_t {x_t.shape} and d_c={params.d_c}"
+            f"x_t: expected batch shape {cache.latents.shape[:-2]} like the cached tokens, got {x_t.shape}"
         )
     row = x_t[..., None, :]  # (..., 1, d_model): the new token as a one-row sequence
     position = np.array([len(cache)])  # absolute position: RoPE must see where the token really is

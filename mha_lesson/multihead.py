@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from ._blas import one_blas_thread
-from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_finite, check_mask, check_memory
+from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_bool, check_finite, check_mask, check_memory
 from .attention import attend, softmax
 from .cost import flop_count
 from .heads import split_heads
@@ -98,6 +98,7 @@ def multi_head_attention(
     """
     q, k, v, lead, mask = _check_inputs(q, k, v, params, mask)
     check_qk_norm(qk_norm, params)
+    need_weights = check_bool("need_weights", need_weights)
     n_q, n_kv = q.shape[-2], k.shape[-2]
     dtype = np.result_type(q, k, v, params.dtype)
     check_memory("q, k", (*lead, params.h, n_q, n_kv) if need_weights else (params.h, n_q, n_kv), dtype, max_bytes)
@@ -129,7 +130,10 @@ def attention_heads(
     need_weights: bool,
     qk_norm: QKNorm | None = None,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Steps 1-4 after multi_head_attention's checks: -> (concatenated heads (..., n_q, d_model), weights or None)."""
+    """Steps 1-4, unchecked (after the caller's checks): -> (concatenated heads (..., n_q, d_model), weights or None).
+
+    multi_head_attention and gates.gated_multi_head_attention check q, k, v, params, mask and qk_norm first.
+    """
     h, d_k, d = params.h, params.d_k, params.d_model
     n_q, n_kv = q.shape[-2], k.shape[-2]
 
@@ -192,6 +196,7 @@ def multi_head_attention_loop(
     (..., n_q, d_k); then concat (..., n_q, d_model) and output (..., n_q, d_model).
     """
     q, k, v, lead, mask = _check_inputs(q, k, v, params, mask)
+    return_trace = check_bool("return_trace", return_trace)
     dtype = np.result_type(q, k, v, params.dtype)
     check_memory("q, k", (*lead, params.h, q.shape[-2], k.shape[-2]), dtype, max_bytes)
     trace: dict[str, list[np.ndarray]] = {

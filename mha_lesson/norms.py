@@ -12,13 +12,11 @@ import dataclasses
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_heads
+from ._checks import as_float_array, check_finite, check_heads, check_number, check_positive_int
 
 
 def _check_eps(eps: object) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float, np.floating)) or not (np.isfinite(eps) and eps > 0):
-        raise ValueError(f"eps: expected a positive finite number (1e-6 in most models), got {eps!r}")
-    return float(eps)
+    return check_number("eps", eps, low=0, what="a positive finite number (1e-6 in most models)")
 
 
 def _check_weight(name: str, weight: object, width: int) -> np.ndarray | None:
@@ -34,6 +32,8 @@ def _check_weight(name: str, weight: object, width: int) -> np.ndarray | None:
 def rms_norm(x: np.ndarray, weight: np.ndarray | None = None, eps: float = 1e-6) -> np.ndarray:
     """x (..., d) -> x / sqrt(mean(x², last axis) + eps) * weight, same shape; weight (d,) or None for 1."""
     x = as_float_array("x", x)
+    if not x.shape[-1]:
+        raise ValueError(f"x: expected at least one feature on the last axis to normalise, got shape {x.shape}")
     check_finite("x", x)
     weight = _check_weight("weight", weight, x.shape[-1])
     eps = _check_eps(eps)
@@ -51,12 +51,24 @@ class QKNorm:
     eps: float = 1e-6
 
     def __post_init__(self) -> None:
+        # d_k is known only with the params (multihead.check_qk_norm checks the widths); the rest is checked here.
+        for name in ("q_weight", "k_weight"):
+            weight = getattr(self, name)
+            if weight is not None:
+                weight = as_float_array(name, weight)
+                if weight.ndim != 1 or not weight.size:
+                    raise ValueError(f"{name}: expected shape (d_k,), one scale per feature, got {weight.shape}")
+                check_finite(name, weight)
+                object.__setattr__(self, name, weight)
         _check_eps(self.eps)
 
 
 def head_rms_norm(x: np.ndarray, h: int, weight: np.ndarray | None = None, eps: float = 1e-6) -> np.ndarray:
     """x (..., n, h*d_k) -> same shape: rms_norm over each head's d_k features (columns i*d_k:(i+1)*d_k)."""
     x = as_float_array("x", x, 2)
+    h = check_positive_int("h", h)
+    if not x.shape[-1]:
+        raise ValueError(f"x: expected shape (..., n, h*d_k) with h*d_k >= 1, got {x.shape}")
     d_k = check_heads(x.shape[-1], h)
     per_head = x.reshape(*x.shape[:-1], h, d_k)  # (..., n, h, d_k): head i's features on the last axis
     return rms_norm(per_head, weight, eps).reshape(x.shape)  # (..., n, h*d_k)

@@ -6,11 +6,9 @@ Adding a position-dependent vector to each token's embedding gives the heads som
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ._checks import DEFAULT_MAX_BYTES, check_positive_int
+from ._checks import check_float_dtype, check_number, check_positive_int, check_size
 
 
 def sinusoidal_encoding(
@@ -27,18 +25,10 @@ def sinusoidal_encoding(
     d_model = check_positive_int("d_model", d_model)
     if d_model % 2:
         raise ValueError(f"d_model: expected an even number (sin and cos come in pairs), got {d_model}")
-    if isinstance(base, bool) or not isinstance(base, (int, float, np.integer, np.floating)):
-        raise ValueError(f"base: expected a number greater than 1, got {base!r}")
-    if not (math.isfinite(base) and base > 1):
-        raise ValueError(f"base: expected a finite number greater than 1, got {base!r}")
-    if not np.issubdtype(dtype, np.floating):
-        raise ValueError(f"dtype: expected a floating-point dtype, got {np.dtype(dtype)}")
-    nbytes = n * d_model * np.dtype(dtype).itemsize
-    if nbytes > DEFAULT_MAX_BYTES:
-        raise ValueError(
-            f"n: the encoding of shape ({n}, {d_model}) would need {nbytes / 2**30:.1f} GiB, "
-            f"expected at most {DEFAULT_MAX_BYTES / 2**30:.0f} GiB"
-        )
+    base = check_number("base", base, low=1.0)
+    dtype = check_float_dtype("dtype", dtype)
+    # The angles and their sines are float64 whatever dtype is: blame the larger of the two sizes.
+    check_size("n" if n >= d_model else "d_model", "the encoding", (n, d_model), np.float64)
     speeds = base ** (-np.arange(0, d_model, 2) / d_model)  # (d_model/2,) radians per position
     angles = np.arange(n)[:, None] * speeds[None, :]  # (n, d_model/2)
     pe = np.empty((n, d_model), dtype=dtype)

@@ -18,6 +18,15 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ._blas import one_blas_thread
+from ._checks import (
+    as_finite_array,
+    as_int_array,
+    check_bool,
+    check_float_dtype,
+    check_number,
+    check_positive_int,
+    is_int,
+)
 from .attention import padding_mask
 from .encoder import EncoderLayerParams, FeedForwardParams, encoder_layer, layer_norm
 from .projections import MHAParams
@@ -67,24 +76,40 @@ def _one_blas_thread(fn: F) -> F:
 
 def mean_pool(hidden: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """(N, n, d) token vectors -> (N, d): mean over the first lengths[b] tokens of each row (padding left out)."""
-    keep = np.arange(hidden.shape[1]) < np.asarray(lengths)[:, None]  # (N, n)
+    hidden = as_finite_array("hidden", hidden, 3)
+    if hidden.ndim != 3:
+        raise ValueError(f"hidden: expected shape (N, n, d), got {hidden.shape}")
+    lengths = as_int_array("lengths", lengths, 1)
+    n = hidden.shape[1]
+    if lengths.shape != hidden.shape[:1] or (lengths < 0).any() or (lengths > n).any():
+        raise ValueError(f"lengths: expected {hidden.shape[0]} lengths in [0, n={n}], got {lengths.tolist()}")
+    keep = np.arange(n) < lengths[:, None]  # (N, n)
     total = np.einsum("bnd,bn->bd", hidden, keep.astype(hidden.dtype))
     return total / np.maximum(keep.sum(axis=1, keepdims=True), 1).astype(hidden.dtype)
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
     """(N, d) -> (N, d): every row scaled to unit length (a zero row stays zero), as torch's F.normalize."""
+    x = as_finite_array("x", x)
     norm = np.linalg.norm(x, axis=-1, keepdims=True)
     return x / np.maximum(norm, 1e-12).astype(x.dtype)
 
 
-def _check_sentences(sentences: object) -> list[str]:
+def _check_sentences(sentences: object, name: str = "sentences") -> list[str]:
     """Return sentences as a list of str, or raise ValueError naming what arrived."""
     if isinstance(sentences, str) or not isinstance(sentences, Sequence):
-        raise ValueError(f"sentences: expected a list of strings, got {type(sentences).__name__}")
+        raise ValueError(f"{name}: expected a list of strings, got {type(sentences).__name__}")
     bad = [type(s).__name__ for s in sentences if not isinstance(s, str)]
     if bad:
-        raise ValueError(f"sentences: expected a list of strings, got items of type {', '.join(sorted(set(bad)))}")
+        raise ValueError(f"{name}: expected a list of strings, got items of type {', '.join(sorted(set(bad)))}")
+    for i, s in enumerate(sentences):
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError as exc:  # a lone surrogate such as '\ud800': the tokenizer would raise TypeError
+            raise ValueError(
+                f"{name}: expected valid Unicode text, got a lone surrogate {s[exc.start]!r} at character "
+                f"{exc.start} of item {i}"
+            ) from None
     return list(sentences)
 
 
@@ -132,6 +157,12 @@ class MiniLM:
 
     def embed(self, ids: np.ndarray) -> np.ndarray:
         """(N, n) ids -> (N, n, d_model): word + position + segment embeddings, then layer norm."""
+        ids = as_int_array("ids", ids)
+        vocab, most = self.word_embeddings.shape[0], self.position_embeddings.shape[0]
+        if ids.ndim < 1 or not 1 <= ids.shape[-1] <= most:
+            raise ValueError(f"ids: expected shape (..., n) with 1 <= n <= {most} word pieces, got {ids.shape}")
+        if ids.min() < 0 or ids.max() >= vocab:
+            raise ValueError(f"ids: expected word-piece ids in [0, {vocab}), got {ids.min()}..{ids.max()}")
         n = ids.shape[-1]
         x = self.word_embeddings[ids] + self.position_embeddings[:n] + self.token_type_embedding
         return layer_norm(x, self.ln_gamma, self.ln_beta, self.eps)
@@ -140,6 +171,7 @@ class MiniLM:
         self, ids: np.ndarray, lengths: np.ndarray, *, need_weights: bool = False
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Last layer's token vectors (N, n, d_model) and, with need_weights, each layer's (N, h, n, n) weights."""
+        need_weights = check_bool("need_weights", need_weights)
         mask = padding_mask(lengths, ids.shape[-1])  # (N, 1, 1, n): padded keys hidden from every query
         x = self.embed(ids)
         weights = []
@@ -152,8 +184,7 @@ class MiniLM:
     def encode(self, sentences: list[str], batch_size: int = 32) -> np.ndarray:
         """(N, d_model) unit-length sentence vectors: mean of the last layer's non-padding tokens, L2-normalised."""
         sentences = _check_sentences(sentences)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size: expected a positive integer, got {batch_size!r}")
+        batch_size = check_positive_int("batch_size", batch_size)
         out = np.empty((len(sentences), self.d_model), dtype=self.word_embeddings.dtype)
         # Sorting by length (as sentence-transformers does) lets each batch pad only to similar lengths.
         order = np.argsort([-len(s) for s in sentences], kind="stable")
@@ -168,6 +199,7 @@ class MiniLM:
         """Tokens of one text and every head's attention weights, (n_layers, h, n, n): queries on rows."""
         if not isinstance(text, str):
             raise ValueError(f"text: expected a string, got {type(text).__name__}")
+        _check_sentences([text], "text")
         return self.attentions_many([text])[0]
 
     @_one_blas_thread
@@ -179,12 +211,27 @@ class MiniLM:
         # Padded keys got weight 0 and padded queries are dropped, so each slice equals the unpadded run.
         return [(t, stacked[b, :, :, :n, :n].copy()) for b, (t, n) in enumerate(zip(tokens, lengths, strict=True))]
 
+    def layer_heads(self, heads: object, name: str = "heads") -> list[tuple[int, int]]:
+        """heads as a list of (layer, head) pairs of this model, or ValueError naming the argument."""
+        if isinstance(heads, (str, bytes, dict)) or not isinstance(heads, Iterable):
+            raise ValueError(f"{name}: expected an iterable of (layer, head) pairs, got {heads!r}")
+        pairs = []
+        for pair in heads:
+            ok = isinstance(pair, (tuple, list, np.ndarray)) and len(pair) == 2
+            if not ok or not all(is_int(i) for i in pair):
+                raise ValueError(f"{name}: expected (layer, head) pairs of integers, got {pair!r}")
+            layer, head = (int(i) for i in pair)
+            if not 0 <= layer < self.n_layers:
+                raise ValueError(f"{name}: expected layer indices in [0, {self.n_layers}), got {layer!r}")
+            if not 0 <= head < self.h:
+                raise ValueError(f"{name}: expected head indices in [0, {self.h}), got {head!r}")
+            pairs.append((layer, head))
+        return pairs
+
     def without_heads(self, heads: Iterable[tuple[int, int]]) -> MiniLM:
         """A copy with the listed (layer, head) pairs switched off (their rows of that layer's W^O are zero)."""
         by_layer: dict[int, list[int]] = {}
-        for layer, head in heads:
-            if not 0 <= layer < self.n_layers:
-                raise ValueError(f"heads: expected layer indices in [0, {self.n_layers}), got {layer!r}")
+        for layer, head in self.layer_heads(heads):
             by_layer.setdefault(layer, []).append(head)
         layers = tuple(p.without_heads(by_layer[i]) if i in by_layer else p for i, p in enumerate(self.layers))
         return dataclasses.replace(self, layers=layers)
@@ -195,6 +242,9 @@ def load_minilm(dtype: np.dtype | type = np.float32) -> MiniLM:
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
+    # float16 overflows in the attention scores and an integer dtype truncates every weight: refuse both.
+    if check_float_dtype("dtype", dtype) not in (np.float32, np.float64):
+        raise ValueError(f"dtype: expected np.float32 or np.float64 (float16 overflows inside), got {dtype!r}")
     folder = model_dir()
     config = json.loads((folder / "config.json").read_text())
     if config["hidden_act"] != "gelu":
@@ -253,9 +303,17 @@ def load_minilm(dtype: np.dtype | type = np.float32) -> MiniLM:
     )
 
 
+def _check_model(model: object) -> MiniLM:
+    """model if it is a MiniLM (load_minilm()), else ValueError naming it."""
+    if not isinstance(model, MiniLM):
+        raise ValueError(f"model: expected a MiniLM from load_minilm(), got {type(model).__name__}")
+    return model
+
+
 @_one_blas_thread
 def head_ablation(model: MiniLM, sentences: list[str]) -> np.ndarray:
     """(n_layers, h) cosine between each sentence's embedding with one head off and intact, averaged over sentences."""
+    _check_model(model)
     ids, lengths, _ = model.tokenize(sentences)
     mask = padding_mask(lengths, ids.shape[-1])  # (N, 1, 1, n)
     # Switching off a head in layer l leaves layers 0..l-1 unchanged: keep every layer's input and restart there.
@@ -282,11 +340,13 @@ def describe_ablation(cosine: np.ndarray, reference: float, reference_name: str,
     reference is a distance (1 - cosine) to measure single-head effects against, e.g. the one between paraphrases,
     and reference_name says what it is ("the mean distance between ...").
     """
-    drift = 1.0 - np.asarray(cosine, dtype=float)  # (layers, heads)
-    if drift.ndim != 2 or drift.shape[0] < 2:
+    drift = 1.0 - as_finite_array("cosine", cosine)  # (layers, heads)
+    if drift.ndim != 2 or drift.shape[0] < 2 or drift.shape[1] < 1:
         raise ValueError(f"cosine: expected a (layers, heads) array with at least 2 layers, got shape {drift.shape}")
-    if not reference > 0:
-        raise ValueError(f"reference: expected a positive distance, got {reference!r}")
+    check_number("reference", reference, low=0.0, what="a positive distance")
+    check_number("small", small, low=0.0)
+    if not isinstance(reference_name, str):
+        raise ValueError(f"reference_name: expected a string saying what reference is, got {reference_name!r}")
     bl, bh = (int(i) for i in np.unravel_index(drift.argmax(), drift.shape))
     largest, median, n_small = float(drift[bl, bh]), float(np.median(drift)), int((drift < small).sum())
     per_layer = drift.mean(axis=1)  # mean drift of one switched-off head, layer by layer
@@ -319,7 +379,7 @@ def describe_ablation(cosine: np.ndarray, reference: float, reference_name: str,
 
 
 def torch_reference() -> dict[str, Any]:
-    """PyTorch's all-MiniLM-L6-v2 results shipped for lesson 13 (tests/reference/make_minilm_fixture.py writes them).
+    """PyTorch's all-MiniLM-L6-v2 results shipped for lesson 15 (tests/reference/make_minilm_fixture.py writes them).
 
     'sentences' (S,) and their sentence-transformers 'embeddings' (S, 384) float32; one short 'text', its
     'tokens' (n,) and transformers' attention weights 'attn' (n_layers, h, n, n) float32; 'versions' used.

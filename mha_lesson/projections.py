@@ -8,7 +8,18 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_heads, check_kv_heads, check_positive_int
+from ._checks import (
+    as_float_array,
+    check_bool,
+    check_finite,
+    check_float_dtype,
+    check_heads,
+    check_kv_heads,
+    check_nonnegative_int,
+    check_positive_int,
+    check_size,
+    is_int,
+)
 
 _WEIGHTS = ("w_q", "w_k", "w_v", "w_o")
 _BIASES = ("b_q", "b_k", "b_v", "b_o")
@@ -45,6 +56,10 @@ class MHAParams:
         object.__setattr__(self, "h_kv", self.h if self.h_kv is None else check_kv_heads(self.h, self.h_kv))
         for name in _WEIGHTS + _BIASES:
             a = getattr(self, name)
+            if a is None and name in _WEIGHTS:  # only a bias may be left out: a layer has all four weights
+                raise ValueError(
+                    f"{name}: expected a (d_model, {'h_kv*d_k' if name[-1] in 'kv' else 'd_model'}) matrix, got None"
+                )
             if a is None:  # a bias left out
                 continue
             # K and V have h_kv*d_k columns (d_model unless grouped), Q and the output d_model.
@@ -123,11 +138,23 @@ class MHAParams:
         return {n: getattr(self, n) for n in names if getattr(self, n) is not None}
 
     def astype(self, dtype: np.dtype | type) -> MHAParams:
-        """A copy with every array cast to dtype."""
+        """A copy with every array cast to dtype, a floating-point one (an integer dtype would zero every weight)."""
+        dtype = check_float_dtype("dtype", dtype)
         return dataclasses.replace(self, **{n: a.astype(dtype) for n, a in self.arrays().items()})
+
+    def head_indices(self, heads: object, name: str = "heads") -> list[int]:
+        """heads as a list of head indices in [0, h), or ValueError naming the argument."""
+        if isinstance(heads, (str, bytes, dict)) or not isinstance(heads, Iterable):
+            raise ValueError(f"{name}: expected an iterable of head indices in [0, {self.h}), got {heads!r}")
+        heads = list(heads)
+        bad = [i for i in heads if not is_int(i) or not 0 <= i < self.h]
+        if bad:
+            raise ValueError(f"{name}: expected head indices in [0, {self.h}), got {bad[0]!r}")
+        return [int(i) for i in heads]
 
     def without_heads(self, heads: Iterable[int]) -> MHAParams:
         """A copy in which the listed heads are switched off: their rows of w_o are zero."""
+        heads = self.head_indices(heads)
         w_o = self.w_o.copy()
         for i in heads:
             # Zeroing head i's block of W^O removes exactly head i's term from sum_i head_i W_i^O.
@@ -151,9 +178,11 @@ def init_params(
     check_positive_int("d_model", d_model)
     d_k = check_heads(d_model, h)
     h_kv = h if h_kv is None else check_kv_heads(h, h_kv)
-    if not np.issubdtype(dtype, np.floating):
-        # An integer dtype would silently truncate every weight in (-1, 1) to 0.
-        raise ValueError(f"dtype: expected a floating-point dtype, got {np.dtype(dtype)}")
+    bias = check_bool("bias", bias)
+    seed = check_nonnegative_int("seed", seed)
+    dtype = check_float_dtype("dtype", dtype)
+    # The draws are float64 before the cast to dtype: refuse before the first of the four matrices exists.
+    check_size("d_model", "the four weight matrices", (d_model, 2 * d_model + 2 * h_kv * d_k), np.float64)
     rng = np.random.default_rng(seed)
     columns = dict(zip(_WEIGHTS, (d_model, h_kv * d_k, h_kv * d_k, d_model), strict=True))
     weights = {}

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite
+from ._checks import as_finite_array, as_float_array, check_finite, check_number, check_positive_int, check_size
 
 
 def rope_angles(positions: np.ndarray, d_k: int, base: float = 10000.0) -> np.ndarray:
     """(..., n) positions -> (..., n, d_k/2) angles position * base^(-2j/d_k) for pairs j = 0..d_k/2-1."""
+    positions = as_finite_array("positions", positions, 0)
+    d_k = check_positive_int("d_k", d_k)
+    if d_k % 2:
+        raise ValueError(f"d_k: expected an even number (features are rotated in pairs), got {d_k}")
+    base = check_number("base", base, low=0.0)
+    check_size("d_k", "the angles", (*positions.shape, d_k // 2), np.float64)
     # The first pair turns fastest (one radian per token), the last slowest: like the sinusoidal encoding's
     # frequencies, which RoPE reuses.
     inv_freq = base ** (-np.arange(0, d_k, 2) / d_k)  # (d_k/2,)
-    return np.asarray(positions, dtype=np.float64)[..., None] * inv_freq
+    return positions.astype(np.float64, copy=False)[..., None] * inv_freq
 
 
 def rope(x: np.ndarray, positions: np.ndarray | None = None, base: float = 10000.0) -> np.ndarray:
@@ -32,8 +38,7 @@ def rope(x: np.ndarray, positions: np.ndarray | None = None, base: float = 10000
     n, d_k = x.shape[-2:]
     if d_k % 2:
         raise ValueError(f"x: expected an even last dimension d_k (features are rotated in pairs), got {x.shape}")
-    if not (isinstance(base, (int, float, np.number)) and np.isfinite(base) and base > 0):
-        raise ValueError(f"base: expected a positive number (10000.0 in most models), got {base!r}")
+    base = check_number("base", base, low=0.0)
     if positions is None:
         positions = np.arange(n)
     positions = as_float_array("positions", positions)

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ._checks import check_mask, check_positive_int
+from ._checks import check_bool, check_mask, check_positive_int
 from .attention import check_qkv
 
 DEFAULT_BLOCK = 512
@@ -21,7 +21,7 @@ DEFAULT_BLOCK = 512
 def rescale(
     row_sum: np.ndarray, out: np.ndarray, m_old: np.ndarray, m_new: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Running sums taken with shift m_old, moved onto shift m_new: both times exp(m_old - m_new).
+    """Unchecked step of tiled_attention: sums taken with shift m_old, moved onto m_new, both times exp(m_old - m_new).
 
     row_sum (..., n_q, 1) and out (..., n_q, d_v); m_old and m_new (..., n_q, 1). Term by term,
     exp(s - m_old) * exp(m_old - m_new) = exp(s - m_new): the rescaled sums are exactly those the new
@@ -50,6 +50,7 @@ def tiled_attention(
     """
     q, k, v, lead = check_qkv(q, k, v)
     block = check_positive_int("block", block)
+    causal = check_bool("causal", causal)
     n_q, n_kv, d_v = q.shape[-2], k.shape[-2], v.shape[-1]
     if mask is not None:
         mask = check_mask(mask, (*lead, n_q, n_kv))  # a broadcast view: no n_q x n_kv copy

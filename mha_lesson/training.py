@@ -23,7 +23,17 @@ import numpy as np
 
 from . import gradients
 from ._blas import one_blas_thread
-from ._checks import check_heads, check_positive_int
+from ._checks import (
+    as_finite_array,
+    as_float_array,
+    as_int_array,
+    check_finite,
+    check_heads,
+    check_nonnegative_int,
+    check_number,
+    check_positive_int,
+    check_size,
+)
 from .attention import SAFE_EXP_ARGUMENT, causal_mask
 from .positional import sinusoidal_encoding
 from .projections import MHAParams
@@ -66,8 +76,30 @@ class Batch:
     weights: np.ndarray  # (batch, n, readouts): 1/count where read-out j is scored, else 0
 
 
+def _check_task(task: object) -> str:
+    """task if it is one of TASKS, else ValueError: anything else would silently run the induction task."""
+    if not isinstance(task, str) or task not in TASKS:
+        raise ValueError(f"task: expected one of {sorted(TASKS)}, got {task!r}")
+    return task
+
+
+def _check_length(task: str, n: int) -> None:
+    """Raise ValueError when n positions are too few for task (two lookups back, or two copies of 4 tokens)."""
+    shortest = max(LOOKUPS) + 1 if task == "two_lookups" else 2 * REPEAT[0]
+    if n < shortest:
+        raise ValueError(f"n: expected at least {shortest} positions for {task}, got {n}")
+
+
 def make_batch(task: str, rng: np.random.Generator, batch: int, n: int, vocab: int) -> Batch:
     """A batch of random sequences for task, with targets and loss weights per read-out."""
+    _check_task(task)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng: expected a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    _check_length(task, check_positive_int("n", n))
+    check_positive_int("batch", batch)
+    if check_positive_int("vocab", vocab) < 2:
+        raise ValueError(f"vocab: expected at least 2 tokens, got {vocab}")
+    check_size("batch" if batch >= n else "n", "the batch's tokens and targets", (4, batch, n), np.int64)
     tokens = rng.integers(vocab, size=(batch, n))  # (batch, n)
     pos = np.arange(n)
     if task == "two_lookups":
@@ -102,7 +134,7 @@ class Model:
 
 
 def init_model(task: str, h: int, layers: int, d_model: int, n: int, vocab: int, rng: np.random.Generator) -> Model:
-    """Random starting parameters: N(0, 1) embeddings, Glorot-uniform attention weights, small read-outs."""
+    """Unchecked (Trainer runs check_config first): N(0, 1) embeddings, Glorot attention weights, small read-outs."""
     glorot = math.sqrt(6.0 / (2 * d_model))
     readouts = len(LOOKUPS) if task == "two_lookups" else 1
     draws: dict[str, tuple[tuple[int, ...], Callable]] = {"embed": ((vocab, d_model), rng.standard_normal)}
@@ -127,8 +159,19 @@ def init_model(task: str, h: int, layers: int, d_model: int, n: int, vocab: int,
     return Model(flat, arrays, mha, positions, causal_mask(n))
 
 
+def _check_ids(name: str, ids: object, vocab: int) -> np.ndarray:
+    """ids as an integer array of token ids in [0, vocab), or ValueError (a negative id would index from the end)."""
+    ids = as_int_array(name, ids)
+    if ids.size and (ids.min() < 0 or ids.max() >= vocab):
+        raise ValueError(f"{name}: expected token ids in [0, {vocab}), got {ids.min()}..{ids.max()}")
+    return ids
+
+
 def forward(model: Model, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[gradients.Cache]]:
     """tokens (batch, n) -> (logits (batch, n, readouts, vocab), final residual (batch, n, d_model), caches)."""
+    _check_ids("tokens", tokens, len(model.arrays["embed"]))
+    if np.ndim(tokens) != 2 or np.shape(tokens)[1] != len(model.positions):
+        raise ValueError(f"tokens: expected shape (batch, n={len(model.positions)}), got {np.shape(tokens)}")
     x = model.arrays["embed"][tokens] + model.positions  # (batch, n, d_model)
     caches = []
     for params in model.layers:
@@ -140,7 +183,18 @@ def forward(model: Model, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, l
 
 
 def cross_entropy(logits: np.ndarray, targets: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
-    """Weighted softmax cross-entropy: logits (..., vocab), targets and weights (...) -> (loss, d_logits)."""
+    """Weighted softmax cross-entropy: logits (..., vocab), targets and weights (...) -> (loss, d_logits).
+
+    NaN in gives NaN out: logits that diverged give a NaN loss, which Trainer.step reports with its step number.
+    """
+    logits = as_float_array("logits", logits)
+    targets = _check_ids("targets", targets, logits.shape[-1])
+    weights = as_finite_array("weights", weights, 0)
+    for name, a in (("targets", targets), ("weights", weights)):
+        if a.shape != logits.shape[:-1]:
+            raise ValueError(
+                f"{name}: expected shape {logits.shape[:-1]} like logits without its last axis, got {a.shape}"
+            )
     if max(logits.max(), -logits.min()) > SAFE_EXP_ARGUMENT:  # shift each row only when exp() could overflow
         logits = logits - logits.max(axis=-1, keepdims=True)
     exp = np.exp(logits)
@@ -153,7 +207,7 @@ def cross_entropy(logits: np.ndarray, targets: np.ndarray, weights: np.ndarray) 
 
 
 def loss_and_grads(model: Model, batch: Batch) -> tuple[float, np.ndarray]:
-    """Sum of the read-outs' losses, and its gradient as one flat vector laid out like model.flat."""
+    """Unchecked step of Trainer: the read-outs' summed loss, and its gradient as a flat vector like model.flat."""
     logits, x, caches = forward(model, batch.tokens)
     loss, d_logits = cross_entropy(logits, batch.targets, batch.weights)  # d_logits (batch, n, readouts, vocab)
     d_rows = d_logits.reshape(x.shape[0] * x.shape[1], -1)  # (batch*n, readouts*vocab)
@@ -177,7 +231,11 @@ class Adam:
     """Adam (Kingma and Ba 2015) on one flat parameter vector, updated in place."""
 
     def __init__(self, params: np.ndarray, lr: float) -> None:
-        self.params, self.lr, self.t = params, lr, 0
+        if not isinstance(params, np.ndarray) or not np.issubdtype(params.dtype, np.floating):
+            raise ValueError(f"params: expected a floating-point numpy array, updated in place, got {params!r}")
+        check_finite("params", params)
+        # A NaN, infinite or negative rate would silently wreck (or reverse) every update.
+        self.params, self.lr, self.t = params, check_number("lr", lr, low=0.0), 0
         self.m = np.zeros_like(params)  # running mean of gradients
         self.v = np.zeros_like(params)  # running mean of squared gradients
 
@@ -196,8 +254,7 @@ class Adam:
 
 def check_config(task: str, h: int, seed: int, layers: int, sizes: dict) -> dict:
     """The full configuration with defaults filled in, or ValueError naming the bad argument."""
-    if task not in TASKS:
-        raise ValueError(f"task: expected one of {sorted(TASKS)}, got {task!r}")
+    _check_task(task)
     unknown = sorted(set(sizes) - set(TASKS[task]))
     if unknown:
         raise ValueError(f"{unknown[0]}: unknown keyword; expected some of {sorted(TASKS[task])}")
@@ -206,14 +263,16 @@ def check_config(task: str, h: int, seed: int, layers: int, sizes: dict) -> dict
     for name in ("d_model", "n", "vocab", "steps", "batch"):
         check_positive_int(name, config[name])
     check_heads(config["d_model"], h)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed: expected a non-negative integer, got {seed!r}")
-    lr = config["lr"]
-    if isinstance(lr, bool) or not isinstance(lr, (int, float, np.number)) or not 0 < lr < math.inf:
-        raise ValueError(f"lr: expected a positive finite learning rate, got {lr!r}")
-    shortest = max(LOOKUPS) + 1 if task == "two_lookups" else 2 * REPEAT[0]
-    if config["n"] < shortest:
-        raise ValueError(f"n: expected at least {shortest} positions for {task}, got {config['n']}")
+    check_nonnegative_int("seed", seed)
+    check_number("lr", config["lr"], low=0.0)
+    _check_length(task, config["n"])
+    dims = {name: config[name] for name in ("d_model", "n", "vocab", "layers", "batch")}
+    # The parameters (embeddings, positions, read-outs and four matrices per layer) and one batch's attention
+    # weights, at float32: refuse before init_model allocates them. Blame the largest size.
+    d, n, vocab = config["d_model"], config["n"], config["vocab"]
+    params = d * (3 * vocab + n + 4 * d * config["layers"])
+    activations = config["batch"] * n * (n * h + 8 * d) * config["layers"]
+    check_size(max(dims, key=dims.get), "the model and one batch", (params + activations,), DTYPE)
     if config["vocab"] < 2:
         raise ValueError(f"vocab: expected at least 2 tokens, got {config['vocab']}")
     return config
@@ -257,6 +316,9 @@ class Trainer:
 
     def run(self, steps: int, callback: Callable[[int, float, Trainer], object] | None = None) -> None:
         """Take up to steps steps on one BLAS thread; stop early when callback(step, loss, trainer) returns False."""
+        steps = check_nonnegative_int("steps", steps)
+        if callback is not None and not callable(callback):
+            raise ValueError(f"callback: expected a function (step, loss, trainer) or None, got {callback!r}")
         with one_blas_thread():  # tiny matrices: more threads only add waiting
             for _ in range(steps):
                 loss = self.step()

@@ -97,8 +97,27 @@ def test_a_token_of_another_batch_shape_is_refused():
     decode_step(np.zeros((2, 8)), p, cache)
     with pytest.raises(ValueError, match=r"^x_t: expected batch shape \(2,\) like the cached tokens, got"):
         decode_step(np.zeros(8), p, cache)
-    with pytest.raises(ValueError, match=r"^k_t: expected shape \(2, 2, 2\)"):
-        decode_step(np.zeros((2, 8)), m.init_params(8, 4, h_kv=4), cache)  # other params: other kv heads
+
+
+@pytest.mark.parametrize(
+    "d_model, h, h_kv, x_width",
+    [
+        (8, 4, 4, 8),  # other h_kv, same d_k and d_model: x_t fits both
+        (16, 4, 2, 16),  # other d_model and d_k, same h_kv: x_t fits the new params
+        (16, 4, 2, 8),  # other d_model and d_k, x_t of the old width
+        (8, 2, 2, 8),  # other h and d_k, same h_kv and d_model
+        (8, 8, 8, 8),  # other h_kv and d_k
+    ],
+)
+def test_decoding_with_other_params_blames_params(d_model, h, h_kv, x_width):
+    p, cache = m.init_params(8, 4, h_kv=2), KVCache()  # the cache holds h_kv=2 heads of d_k=2
+    decode_step(np.zeros((2, 8)), p, cache)
+    with pytest.raises(ValueError, match=r"^params: expected h_kv=2 key/value heads of d_k=2 like the params that"):
+        decode_step(np.zeros((2, x_width)), m.init_params(d_model, h, h_kv=h_kv), cache)
+    assert len(cache) == 1  # nothing was appended
+    # The cache holds keys and values only: params whose keys and values have its shapes fit (other weights, or
+    # other query heads sharing them), and decode_step cannot tell.
+    decode_step(np.zeros((2, 8)), m.init_params(8, 4, h_kv=2, seed=1), cache)
 
 
 def window_mask(n, window, sinks):

@@ -131,5 +131,7 @@ def test_bad_input_names_the_argument(name, call):
 def test_decoding_with_other_params_is_refused():
     cache = MLACache()
     mla_decode_step(np.zeros(8), init_mla_params(8, 2, 4, 2), cache)
-    with pytest.raises(ValueError, match=r"^x_t: expected batch shape \(\) and params with d_c=4"):
+    with pytest.raises(ValueError, match=r"^params: expected d_c=4 and d_rope=2 like the params that filled the cache"):
         mla_decode_step(np.zeros(8), init_mla_params(8, 2, 6, 2), cache)
+    with pytest.raises(ValueError, match=r"^x_t: expected batch shape \(\) like the cached tokens, got \(2, 8\)"):
+        mla_decode_step(np.zeros((2, 8)), init_mla_params(8, 2, 4, 2), cache)

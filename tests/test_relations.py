@@ -160,8 +160,14 @@ def test_offset_baseline_counts_places_among_candidates():
     candidates = [np.array([False, True, True, False, True, True, False])]  # word 3 is punctuation
     arcs = [[(1, 2), (5, 2), (4, 5)]]
     # k=+1 finds 1->2 and 4->5; k=-2 finds 5->2 by skipping the punctuation at 3.
-    expected = {-3: 0.0, -2: 1 / 3, -1: 0.0, 1: 2 / 3, 2: 0.0, 3: 0.0}
+    expected = {-3: 0.0, -2: 1 / 3, -1: 0.0, 1: 2 / 3, 2: 0.0}
     assert hs.offset_baseline(candidates, arcs) == pytest.approx(expected)
+
+
+def test_offsets_are_clarks_range_minus_3_to_2():
+    # Clark et al.'s Syntax_Analysis.ipynb: `for i in range(-3, 3)`; offset 0 (the word itself) never hits.
+    assert set(hs.OFFSETS) == set(range(-3, 3)) - {0}
+    assert 3 not in hs.offset_baseline([np.ones(5, dtype=bool)], [[(0, 3)]])
 
 
 def test_antecedent_baselines():

@@ -239,11 +239,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=int, default=300, help="seconds allowed per cell (default 300)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     notebooks = args.notebooks or sorted(NOTEBOOKS.glob("*.ipynb"))
+    missing = [str(p) for p in notebooks if not p.is_file()]
+    if missing:
+        sys.exit(f"make html failed: notebooks: no such file: {', '.join(missing)}")
     start = time.perf_counter()
     try:
         pages = export(notebooks, args.out, args.timeout)
     except (ValueError, RuntimeError) as exc:
         sys.exit(f"make html failed: {exc}")
+    except OSError as exc:  # --out under a file, no permission: one line, no traceback
+        sys.exit(f"make html failed: cannot write to --out {args.out}: {exc.strerror or exc}")
     print(f"{len(pages)} pages and index.html in {args.out}/ ({time.perf_counter() - start:.1f} s)")
 
 

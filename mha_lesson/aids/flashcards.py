@@ -124,7 +124,10 @@ def main(argv: list[str] | None = None) -> None:
         cards = load_deck(args.deck)
     except (OSError, ValueError) as exc:
         parser.exit(1, f"{parser.prog}: error: {exc}\n")
-    export_anki_tsv(cards, args.out)
+    try:
+        export_anki_tsv(cards, args.out)
+    except OSError as exc:  # parent is a file, out is a folder, no permission, a missing mount: one line, no traceback
+        parser.exit(1, f"{parser.prog}: error: cannot write {args.out}: {exc.strerror or exc}\n")
     print(f"{len(cards)} cards from {args.deck.name} -> {args.out}")
 
 

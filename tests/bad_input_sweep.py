@@ -1,0 +1,441 @@
+"""Bad input, generated: every public function of the root library, one bad argument at a time, in a forked child.
+
+Each function has one valid call (VALID). From its signature the sweep swaps one argument at a time for bad
+values chosen by the argument's annotation and name (None, strings, dicts, NaN and inf, wrong ndim, zero size,
+negative, fractional, boolean and huge sizes, complex and object arrays, malformed masks and flags). Every call
+runs in a forked child under a memory cap (1 GiB above what the parent holds) and a time limit, and ends in one
+of OUTCOMES. `python tests/bad_input_sweep.py` prints the counts; tests/test_bad_input_generated.py asserts.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import os
+import pickle
+import re
+import resource
+import signal
+import sys
+from collections import Counter
+from collections.abc import Callable
+
+import numpy as np
+
+from mha_lesson import (
+    attention,
+    circuits,
+    cost,
+    differential,
+    display,
+    embeddings,
+    encoder,
+    gates,
+    gradients,
+    heads,
+    headscores,
+    kv_cache,
+    mla,
+    multihead,
+    norms,
+    positional,
+    projections,
+    sinks,
+    tiled,
+    training,
+)
+from mha_lesson import pretrained as pre
+
+rope = importlib.import_module("mha_lesson.rope")  # the package's `rope` is the function
+linear_attention = importlib.import_module("mha_lesson.linear_attention")  # so is its `linear_attention`
+
+MODULES = (attention, heads, projections, multihead, cost, encoder, embeddings, positional, rope, tiled, circuits)
+MODULES += (headscores, training, gradients, pre, display)
+MODULES += (sinks, gates, norms, mla, linear_attention, differential, kv_cache)
+OUTCOMES = (
+    "a ValueError naming the argument",
+    "the right answer for valid input",
+    "a ValueError that names something else",
+    "another exception type",
+    "bad input accepted silently, or a non-finite result",
+    "a hang, or more than 1 GiB",
+)
+NAMED, RIGHT, OTHER_NAME, OTHER_TYPE, SILENT, HANG = OUTCOMES
+TIME_LIMIT = 10  # seconds per call
+MEMORY_CAP = 2**30  # bytes a call may allocate above what the parent already holds
+
+P = projections.init_params(8, 2, bias=True, seed=0)
+P0 = projections.init_params(8, 2, seed=0)  # no biases, for the circuits
+X = np.random.default_rng(0).normal(size=(2, 5, 8))
+Y = X[:, :4, :4]
+A = attention.softmax(np.random.default_rng(1).normal(size=(2, 6, 6)))  # attention weights (2, 6, 6)
+LAYER = encoder.init_encoder_layer(8, 2, seed=0)
+FFN = LAYER.ffn
+G = np.random.default_rng(2)
+S = np.array([3.0, 2.0, 1.0])
+ROWS = [{"relation": "det", "direction": "dependent->head", "layer": 0, "head": hi, "accuracy": 0.5} for hi in (0, 1)]
+SIM = np.eye(4) + 0.1
+SCORES = {k: np.full((2, 3), 0.3) for k in headscores.SCORES}
+BASELINE = headscores.uniform_baseline([5, 6])
+QKN = norms.QKNorm(q_weight=np.full(4, 0.9), k_weight=np.full(4, 1.1), eps=1e-6)
+MLAP = mla.init_mla_params(8, 2, 4, 2, seed=0)
+MLA_FIELDS = {f: getattr(MLAP, f) for f in ("w_dkv", "w_uk", "w_uv", "w_kr", "w_q", "w_qr", "w_o", "h")}
+
+# One valid call per public function: keyword arguments (a function here is a check, not a call).
+VALID: dict[Callable, dict] = {
+    attention.softmax: {"x": X, "axis": -1},
+    attention.causal_mask: {"n": 4},
+    attention.sliding_window_mask: {"n": 6, "window": 2},
+    attention.receptive_field: {"mask": attention.causal_mask(4), "layers": 2},
+    attention.padding_mask: {"lengths": [2, 3], "n": 4},
+    attention.scaled_dot_product_attention: {"q": Y, "k": Y, "v": Y, "mask": None, "max_bytes": 2**20},
+    heads.split_heads: {"x": X, "h": 2},
+    heads.merge_heads: {"x": heads.split_heads(X, 2)},
+    projections.MHAParams: {**P.arrays(), "h": 2, "h_kv": 2},
+    projections.init_params: {"d_model": 8, "h": 2, "h_kv": 1, "bias": True, "seed": 1, "dtype": np.float32},
+    multihead.multi_head_attention: {
+        "q": X,
+        "k": X,
+        "v": X,
+        "params": P,
+        "mask": None,
+        "need_weights": True,
+        "max_bytes": 2**20,
+        "qk_norm": QKN,
+    },  # fmt: skip
+    multihead.multi_head_attention_loop: {
+        "q": X,
+        "k": X,
+        "v": X,
+        "params": P,
+        "mask": None,
+        "return_trace": False,
+        "max_bytes": 2**20,
+    },  # fmt: skip
+    cost.param_count: {"d_model": 8, "h": 2, "bias": True, "split": True, "h_kv": 1},
+    cost.flop_count: {"n_q": 4, "n_kv": 5, "d_model": 8, "h": 2, "split": True},
+    cost.attention_memory_bytes: {"n_q": 4, "n_kv": 4, "h": 2, "dtype": np.float32, "batch": 2},
+    cost.kv_cache_bytes: {"layers": 2, "n": 4, "h_kv": 2, "d_k": 4, "dtype": np.float32, "batch": 1},
+    encoder.gelu: {"x": X},
+    encoder.layer_norm: {"x": X, "gamma": np.ones(8), "beta": np.zeros(8), "eps": 1e-5},
+    encoder.FeedForwardParams: {"w_1": FFN.w_1, "b_1": FFN.b_1, "w_2": FFN.w_2, "b_2": FFN.b_2},
+    encoder.feed_forward: {"x": X, "params": FFN},
+    encoder.EncoderLayerParams: {
+        "attn": LAYER.attn,
+        "ffn": FFN,
+        "ln1_gamma": np.ones(8),
+        "ln1_beta": np.zeros(8),
+        "ln2_gamma": np.ones(8),
+        "ln2_beta": np.zeros(8),
+        "eps": 1e-5,
+    },  # fmt: skip
+    encoder.init_encoder_layer: {"d_model": 8, "h": 2, "d_ff": 16, "seed": 0, "dtype": np.float64},
+    encoder.encoder_layer: {"x": X, "params": LAYER, "mask": None, "need_weights": True, "norm": "pre"},
+    embeddings.random_token_embeddings: {"tokens": ["a", "b", "a"], "d_model": 4, "seed": 0, "scale": 1.0},
+    positional.sinusoidal_encoding: {"n": 5, "d_model": 8, "base": 100.0, "dtype": np.float64},
+    rope.rope_angles: {"positions": np.arange(5), "d_k": 4, "base": 10000.0},
+    rope.rope: {"x": X, "positions": np.arange(5), "base": 10000.0},
+    tiled.tiled_attention: {"q": Y, "k": Y, "v": Y, "block": 2, "causal": True, "mask": None},
+    circuits.qk_circuit: {"params": P, "i": 1},
+    circuits.ov_circuit: {"params": P, "i": 1},
+    circuits.circuit_attention: {"x": X, "params": P0, "mask": None},
+    circuits.head_terms: {"x": X, "params": P0, "mask": None},
+    circuits.mha_from_circuits: {"x": X, "params": P0, "mask": None},
+    circuits.reparametrize: {"params": P, "i": 0, "qk": 2 * np.eye(4), "ov": 3 * np.eye(4)},
+    circuits.circuit_singular_values: {"params": P, "i": 0, "kind": "ov"},
+    circuits.effective_rank: {"s": S, "fraction": 0.9},
+    circuits.participation_ratio: {"s": S},
+    circuits.sharp_gain: {"max_len": 8},
+    circuits.hand_built_induction: {"vocab_size": 5, "max_len": 8},
+    circuits.repeated_sequence: {"rng": G, "vocab_size": 10, "k": 3, "n": 8},
+    circuits.detection_score: {"attention": A, "pattern": np.eye(6, k=-1, dtype=bool), "all_rows": True},
+    circuits.previous_token_pattern: {"n": 5},
+    circuits.duplicate_token_pattern: {"tokens": [1, 2, 1], "causal": True},
+    circuits.induction_pattern: {"tokens": [1, 2, 1, 2], "causal": False},
+    circuits.repeat_pattern: {"n": 8, "k": 3, "back": 2, "start": 1},
+    circuits.previous_token_score: {"attention": A, "all_rows": False},
+    circuits.duplicate_token_score: {"attention": A, "k": 2, "start": 1, "all_rows": False},
+    circuits.induction_score: {"attention": A, "k": 2, "start": 0, "all_rows": True},
+    headscores.previous_token: {"w": A},
+    headscores.next_token: {"w": A},
+    headscores.same_token: {"w": A},
+    headscores.first_token: {"w": A},
+    headscores.last_token: {"w": A},
+    headscores.entropy: {"w": A},
+    headscores.corpus_scores: {"weights": [A, A[..., :4, :4]]},
+    headscores.uniform_baseline: {"lengths": [5, 6]},
+    headscores.heads_above: {"score": np.eye(2), "threshold": 0.5},
+    headscores.compare_with_clark: {"scores": SCORES, "baseline": BASELINE, "threshold": 0.5, "little": 0.25},
+    headscores.word_groups: {"word_ids": [None, 0, 0, 1, None]},
+    headscores.word_attention: {
+        "weights": A[..., :5, :5] / A[..., :5, :5].sum(-1, keepdims=True),
+        "word_ids": [None, 0, 0, 1, None],
+    },  # fmt: skip
+    headscores.most_attended: {"word_weights": A, "candidates": np.array([0, 1, 1, 0, 1, 0], bool)},
+    headscores.relation_accuracy: {"predicted": [np.array([1, 2, 0])], "arcs": [[(0, 1), (1, 2)]]},
+    headscores.offset_baseline: {"candidates": [np.ones(4, bool)], "arcs": [[(0, 1)]], "offsets": (-1, 1)},
+    headscores.best_heads: {"rows": ROWS},
+    headscores.relation_grid: {"rows": ROWS, "relation": "det", "direction": "dependent->head"},
+    headscores.value_norms: {"x": X, "params": P},
+    headscores.norm_weighted: {"weights": A, "norms": np.ones((2, 6))},
+    headscores.retrieval_accuracy: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
+    headscores.retrieval_margin: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
+    headscores.head_outputs: {"x": X, "params": P, "mask": None},
+    headscores.ablate_heads: {"params": P, "heads": [1], "means": np.ones((2, 4))},
+    headscores.prune_order: {"importance": {"accuracy_drop": np.eye(2), "margin_drop": np.eye(2)}},
+    headscores.load_paraphrases: {"path": None},
+    training.make_batch: {"task": "induction", "rng": G, "batch": 2, "n": 10, "vocab": 5},
+    training.cross_entropy: {"logits": X, "targets": np.ones((2, 5), int), "weights": np.ones((2, 5))},
+    training.check_config: {"task": "two_lookups", "h": 2, "seed": 0, "layers": 1, "sizes": {"steps": 2}},
+    training.Adam: {"params": np.zeros(3), "lr": 0.1},
+    gradients.multi_head_attention_grads: {"q": X, "k": X, "v": X, "params": P, "grad_output": X, "mask": None},
+    pre.mean_pool: {"hidden": X, "lengths": np.array([3, 5])},
+    pre.l2_normalize: {"x": X[0]},
+    pre.describe_ablation: {"cosine": 1 - np.eye(3), "reference": 0.5, "reference_name": "gap", "small": 0.01},
+    display.show_source: {"obj": attention.causal_mask},
+    sinks.attention_with_sink: {
+        "q": Y,
+        "k": Y,
+        "v": Y,
+        "sink": np.array([[[0.5]], [[-0.5]]]),
+        "mask": None,
+        "max_bytes": 2**20,
+    },  # fmt: skip
+    gates.sigmoid: {"x": X},
+    gates.gated_multi_head_attention: {
+        "q": X,
+        "k": X,
+        "v": X,
+        "params": P,
+        "w_gate": np.eye(8),
+        "b_gate": np.full(8, 0.1),
+        "mask": None,
+        "max_bytes": 2**20,
+        "qk_norm": QKN,
+    },  # fmt: skip
+    norms.rms_norm: {"x": X, "weight": np.full(8, 0.5), "eps": 1e-6},
+    norms.QKNorm: {"q_weight": np.full(4, 0.9), "k_weight": np.full(4, 1.1), "eps": 1e-6},
+    norms.head_rms_norm: {"x": X, "h": 2, "weight": np.full(4, 0.5), "eps": 1e-6},
+    mla.MLAParams: {**MLA_FIELDS, "latent_norm": np.full(4, 0.5), "rope_base": 10000.0},
+    mla.init_mla_params: {"d_model": 8, "h": 2, "d_c": 4, "d_rope": 2, "seed": 0},
+    mla.mla_attention: {"x": X, "params": MLAP, "mask": None, "absorb": True},
+    mla.MLACache: {},
+    mla.mla_decode_step: {"x_t": X[0, 0], "params": MLAP, "cache": mla.MLACache()},
+    linear_attention.linear_attention: {
+        "q": Y,
+        "k": Y / np.linalg.norm(Y, axis=-1, keepdims=True),
+        "v": Y,
+        "beta": np.full((2, 4), 0.5),
+        "decay": np.full((2, 4), 0.9),
+        "chunk": 2,
+    },  # fmt: skip
+    differential.differential_attention: {
+        "q1": Y,
+        "k1": Y,
+        "q2": Y[::-1],
+        "k2": Y[::-1],
+        "v": Y,
+        "lam": 0.5,
+        "mask": None,
+    },
+    kv_cache.KVCache: {"window": 4, "sinks": 1},
+    kv_cache.decode_step: {"x_t": X[0, 0], "params": P, "cache": kv_cache.KVCache()},
+}
+# Public functions the sweep leaves out, and why.
+LEFT_OUT = {
+    "unchecked, as its docstring says": [
+        attention.attend, multihead.kv_heads, multihead.attention_heads, tiled.rescale, training.init_model,
+        training.loss_and_grads,
+        gradients.forward, gradients.backward, gradients.masked_softmax, gradients.row_sums,
+        gradients.projection_backward, gradients.concat_backward, gradients.weighted_sum_backward,
+        gradients.softmax_backward, gradients.scores_backward, gradients.scale_backward,
+        gradients.shared_heads_backward,
+    ],
+    "checks for other functions (their callers' calls cover them)": [attention.check_qkv, multihead.check_qk_norm],
+    "needs the MiniLM model or a training run (tests/test_pretrained, test_headscores, test_training)": [
+        headscores.word_maps, headscores.relation_table, headscores.sink_scores, headscores.ablated_model,
+        headscores.head_importance, headscores.prune_curve, headscores.pruning_results, headscores.pruning_reference,
+        headscores.load_relations, headscores.antecedent_baselines, pre.MiniLM, pre.load_minilm, pre.head_ablation,
+        pre.model_dir, pre.torch_reference, pre.corpus, training.forward, training.Trainer, training.train,
+        circuits.InductionModel,
+    ],
+    "records (dataclasses without checks of their own)": [
+        headscores.Annotated, headscores.Paraphrase, training.Batch, training.Model, training.Checkpoint,
+        training.TrainResult, gradients.Cache, pre.ModelNotInstalledError,
+    ],
+}  # fmt: skip
+
+
+def public_functions() -> list[Callable]:
+    """Every public function and class defined in MODULES."""
+    return [
+        obj
+        for mod in MODULES
+        for name, obj in vars(mod).items()
+        if not name.startswith("_")
+        and (inspect.isfunction(obj) or inspect.isclass(obj))
+        and obj.__module__ == mod.__name__
+    ]
+
+
+NUMBERS_ARE_VALID = {"axis", "threshold", "little", "offsets"}  # where a negative or zero number is fine
+
+
+def bad_values(fn: Callable, name: str, valid: object) -> list[tuple[str, object, bool]]:
+    """(label, value, must_refuse) for argument `name` of fn, chosen by its annotation and valid value."""
+    annotation = str(inspect.signature(fn).parameters[name].annotation)
+    optional = "None" in annotation
+    common = [("a dict", {}, True)] + ([] if optional else [("None", None, True)])
+    if name == "max_bytes":
+        return common + [("NaN", math.nan, True), ("negative", -1, True), ("zero", 0, True), ("a string", "1", True)]
+    if name == "dtype":
+        # Integer and complex dtypes are fine for the byte counts in cost, and refused where weights are drawn.
+        return (
+            common
+            + [("dtype 'nonsense'", "nonsense", True)]
+            + [(f"dtype {d}", d, False) for d in (np.int32, np.complex128)]
+        )
+    if name == "rng":
+        return common + [("an int", 0, True), ("a RandomState", np.random.RandomState(0), True)]
+    if isinstance(valid, (bool, np.bool_)):
+        return common + [("'no'", "no", True), ("2", 2, True), ("a 2-element array", np.array([True, False]), True)]
+    if isinstance(valid, str):
+        return common + [("an int", 5, True), ("nonsense", "nonsense", name != "reference_name"), ("bytes", b"x", True)]
+    if isinstance(valid, (int, np.integer)):
+        free = name in NUMBERS_ARE_VALID
+        return common + [
+            ("a string", str(valid), True), ("fractional", valid + 0.5, True), ("True", True, True),
+            ("NaN", math.nan, True), ("negative", -1, not free), ("zero", 0, False), ("huge", 10**9, False),
+            ("10**18", 10**18, False),
+        ]  # fmt: skip
+    if isinstance(valid, float):
+        return common + [
+            ("a string", "1", True), ("NaN", math.nan, True), ("inf", math.inf, True), ("True", True, True),
+            ("complex", 1j, True), ("negative", -1.0, False), ("zero", 0.0, False),
+        ]  # fmt: skip
+    if isinstance(valid, np.ndarray) or name in ("mask", "lengths", "tokens", "positions"):
+        return common + array_values(name, valid)
+    return common + [("a string", "abc", True), ("an int", 3, True), ("an empty list", [], False)]
+
+
+def array_values(name: str, valid: object) -> list[tuple[str, object, bool]]:
+    """Bad arrays: non-numbers, NaN and inf, complex and object dtypes, wrong ndim, zero size, booleans."""
+    a = np.asarray(valid) if valid is not None else np.ones((2, 5, 5), bool)
+    out = [("a string", "abc", True), ("an object array", np.array([object()] * 3), True)]
+    if name == "mask" or a.dtype == np.bool_:
+        return out + [("a float mask", a.astype(float), True), ("a wrong shape", np.ones((3, 7), bool), True),
+                      ("'yes'", "yes", True)]  # fmt: skip
+    if np.issubdtype(a.dtype, np.floating) and a.size:
+        for label, value in (("NaN", np.nan), ("inf", np.inf)):
+            b = a.copy()
+            b.flat[0] = value
+            out.append((label, b, True))
+        out.append(("complex", a + 1j, True))
+    if np.issubdtype(a.dtype, np.integer) and a.size:
+        out.append(("negative ids", -a - 1, False))
+    return out + [("0-D", np.float64(1.0), False), ("zero size", a[..., :0], False), ("extra dim", a[None], False)]
+
+
+def finite(result: object) -> bool:
+    """True when every float array or number in result (nested in tuples, lists, dicts) is finite."""
+    if isinstance(result, dict):
+        return all(finite(v) for v in result.values())
+    if isinstance(result, (tuple, list)):
+        return all(finite(v) for v in result)
+    if isinstance(result, (np.ndarray, float, np.floating)):
+        r = np.asarray(result)
+        return not np.issubdtype(r.dtype, np.inexact) or bool(np.isfinite(r).all())
+    return True
+
+
+def nan_documented(fn: Callable) -> bool:
+    """The docstring says NaN in gives NaN out: then NaN through is the documented answer."""
+    return "NaN in gives NaN out" in (fn.__doc__ or "")
+
+
+def classify(fn: Callable, kwargs: dict, name: str | None, label: str, must_refuse: bool) -> str:
+    """Call fn(**kwargs) and sort what happened into OUTCOMES (in the forked child)."""
+    try:
+        result = fn(**kwargs)
+    except MemoryError:
+        return HANG
+    except (ValueError, TypeError) as exc:
+        if name is None:
+            return OTHER_TYPE
+        named = re.search(rf"(^|[^\w]){re.escape(name)}([^\w]|$)", str(exc))
+        if named:
+            return NAMED
+        return OTHER_NAME if isinstance(exc, ValueError) else OTHER_TYPE
+    except Exception:
+        return OTHER_TYPE
+    if label in ("NaN", "inf") and nan_documented(fn):
+        return RIGHT
+    return SILENT if must_refuse or not finite(result) else RIGHT
+
+
+def run_forked(fn: Callable, kwargs: dict, name: str | None, label: str, must_refuse: bool) -> str:
+    """classify() in a forked child with a memory cap and a time limit; a child killed or too slow is HANG."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        os.close(read)
+        outcome = HANG
+        try:
+            with open("/proc/self/statm") as f:
+                held = int(f.read().split()[0]) * resource.getpagesize()
+            resource.setrlimit(resource.RLIMIT_AS, (held + MEMORY_CAP, resource.RLIM_INFINITY))
+            signal.alarm(TIME_LIMIT)  # the default action ends the child: a hang
+            outcome = classify(fn, kwargs, name, label, must_refuse)
+        finally:
+            os.write(write, pickle.dumps(outcome))
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    return pickle.loads(data) if data else HANG
+
+
+def cases() -> list[tuple[Callable, str | None, str, object, bool]]:
+    """(fn, argument, label, value, must_refuse): each valid call (argument None) then one bad argument at a time."""
+    out = []
+    for fn, valid in VALID.items():
+        out.append((fn, None, "valid", None, False))
+        for name, value in valid.items():
+            if name == "sizes":  # check_config's **sizes: a dict of overrides, swept through its values
+                continue
+            out += [(fn, name, label, bad, refuse) for label, bad, refuse in bad_values(fn, name, value)]
+    return out
+
+
+def call(case: tuple) -> str:
+    """The outcome of one case."""
+    fn, name, label, value, must_refuse = case
+    kwargs = dict(VALID[fn])
+    if name is not None:
+        kwargs[name] = value
+    return run_forked(fn, kwargs, name, label, must_refuse)
+
+
+def label(fn: Callable) -> str:
+    return f"{fn.__module__.removeprefix('mha_lesson.')}.{fn.__qualname__}"
+
+
+def main() -> None:
+    counts, bad = Counter(), []
+    for case in cases():
+        outcome = call(case)
+        counts[outcome] += 1
+        if outcome not in (NAMED, RIGHT):
+            bad.append(f"{outcome}: {label(case[0])}({case[1]}={case[2]})")
+    if "-v" in sys.argv:
+        print("\n".join(bad))
+    print("| outcome | calls |\n|---|---|")
+    for outcome in OUTCOMES:
+        print(f"| {outcome} | {counts[outcome]} |")
+    print(f"| total | {sum(counts.values())} |")
+
+
+if __name__ == "__main__":
+    main()
