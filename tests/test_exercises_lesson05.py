@@ -40,13 +40,25 @@ def test_recover_head():
     assert "RuntimeError" in ex.check_recover_head(crashes).message
 
 
-def test_same_sum():
-    z = np.array([0.0, 1.0, 5.0])
-    assert ex.check_same_sum((ex.HEAD_A + z, ex.HEAD_B - z))
-    assert ex.check_same_sum(([0, 0, 0], [1, 2, 0]))
-    for wrong in (None, (ex.HEAD_A, ex.HEAD_B), ([1, 1, 1], [1, 1, 1]), ([1, 2], [0, 0]), "ab", (1, 2, 3)):
-        result = ex.check_same_sum(wrong)
-        assert not result and result.message
+def test_average_map():
+    # independent: the average of 3 heads times P, against concat @ answer, on new random heads
+    w_o = np.vstack([ex.AVG_P / 3] * 3)
+    heads = np.random.default_rng(0).normal(size=(3, 4, 2))
+    np.testing.assert_allclose(np.hstack(heads) @ w_o, heads.mean(axis=0) @ ex.AVG_P)
+    assert ex.check_average_map(w_o)
+    assert ex.check_average_map(w_o.tolist())
+    hints = {
+        "sum of the heads": np.vstack([ex.AVG_P] * 3),
+        "Expected shape (6, 4)": ex.AVG_P,
+        "not every block": np.vstack([ex.AVG_P, np.ones((4, 4))]),
+        "other blocks": np.vstack([ex.AVG_P / 3, np.zeros((4, 4))]),
+        "which block does each head need": np.ones((6, 4)),
+        "Replace None": None,
+        "Expected a matrix": "w_o",
+    }
+    for hint, wrong in hints.items():
+        result = ex.check_average_map(wrong)
+        assert not result and hint in result.message, (hint, result.message)
 
 
 SHAPE = "a shape, as a tuple like (rows, columns)"
@@ -76,6 +88,6 @@ def test_concat_shape_of_one_head_gets_its_hint():
     assert feedback == Feedback(False, "That is one head's output. The concatenation puts all h of them side by side.")
 
 
-@pytest.mark.parametrize("check", [ex.check_concat_shape, ex.check_recover_head, ex.check_same_sum])
+@pytest.mark.parametrize("check", [ex.check_concat_shape, ex.check_recover_head, ex.check_average_map])
 def test_none_gets_a_friendly_hint(check):
     assert "Replace None" in check(None).message

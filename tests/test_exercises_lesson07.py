@@ -1,97 +1,143 @@
-"""Lesson 7's exercise checks: right answers (the notebook's solutions) pass, typical slips get specific hints."""
-
-import dataclasses
-import math
+"""Lesson 7's exercise checks: right answers pass, wrong answers and the None placeholder get a specific hint."""
 
 import numpy as np
 import pytest
 
 import mha_lesson as mha
-from mha_lesson.demos.examples import worked_example
+from mha_lesson.demos import connections as conn
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson07 as ex
 
+# --- exercise 1: which rows change -------------------------------------------------------------------------
 
-def test_doubled_query_weight_by_hand_matches_the_core():
-    # Solution: 'cat's scaled scores [0, 2, 0, 2] double to [0, 4, 0, 4]; softmax weight on 'fish'.
-    by_hand = np.exp(4) / (2 + 2 * np.exp(4))
-    assert ex.doubled_query_weight() == pytest.approx(by_hand, abs=1e-12)
-    assert round(by_hand, 3) == 0.491
+RIGHT = {"causal": [3, 4, 5, 6, 7], "no mask": list(range(8)), "cross": [3]}
 
 
-WEIGHT = "your weight, a number between 0 and 1"
+def _moved_rows(mask, cross):
+    """Rows that move when token 3 of 8 changes, computed here with explicit loops over queries (no library mask)."""
+    rng = np.random.default_rng(1)
+    y, enc = rng.normal(size=(8, 6)), rng.normal(size=(5, 6))
+    wq, wk, wv = 0.3 * rng.normal(size=(3, 6, 6))  # small weights: no row saturates onto one key
+    y2 = y.copy()
+    y2[3] += 1.0
+
+    def run(z):
+        kv = enc if cross else z
+        rows = []
+        for i in range(len(z)):
+            keys = range(i + 1) if mask else range(len(kv))
+            s = np.array([(z[i] @ wq) @ (kv[j] @ wk) for j in keys])
+            a = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+            rows.append(sum(a_j * (kv[j] @ wv) for a_j, j in zip(a, keys, strict=True)))
+        return np.array(rows)
+
+    return set(np.flatnonzero(np.abs(run(y2) - run(y)).max(axis=-1) > 1e-12).tolist())
 
 
-@pytest.mark.parametrize("check", [ex.check_doubled_query, ex.check_causal_weight])
+def test_changed_rows_truth_agrees_with_an_independent_computation():
+    assert ex.changed_rows("causal") == _moved_rows(True, False) == set(RIGHT["causal"])
+    assert ex.changed_rows("no mask") == _moved_rows(False, False) == set(RIGHT["no mask"])
+    assert ex.changed_rows("cross") == _moved_rows(False, True) == set(RIGHT["cross"])
+    with pytest.raises(ValueError, match="setting"):
+        ex.changed_rows("sideways")
+
+
+def test_changed_rows_exercise():
+    assert ex.check_changed_rows(RIGHT)
+    assert ex.check_changed_rows({"causal": range(3, 8), "no mask": set(range(8)), "cross": (3,)})
+    hints = {
+        "causal": ([0, 1, 2, 3], "rows 0-2 come before token 3"),
+        "no mask": ([3, 4, 5, 6, 7], "every query attends to every key"),
+        "cross": ([3, 4, 5, 6, 7], "reads only the encoder"),
+    }
+    for setting, (rows, hint) in hints.items():
+        feedback = ex.check_changed_rows({**RIGHT, setting: rows})
+        assert not feedback.correct and hint in feedback.message, feedback.message
+    assert "may attend to itself" in ex.check_changed_rows({**RIGHT, "causal": [4, 5, 6, 7]}).message
+    assert "every later query" in ex.check_changed_rows({**RIGHT, "causal": [3]}).message
+    assert "Replace None" in ex.check_changed_rows(None).message
+    assert "exactly the keys" in ex.check_changed_rows({"causal": [3]}).message
+    assert "row numbers from 0 to 7" in ex.check_changed_rows({**RIGHT, "cross": [9]}).message
+    assert "row numbers" in ex.check_changed_rows({**RIGHT, "cross": "3"}).message
+
+
+# --- exercise 2: the left-padded decoder mask --------------------------------------------------------------
+
+
+def _explicit_left_padded_mask():
+    """(3, 1, 6, 6) with loops: query i of sequence b may see key j when j <= i and j is one of its last tokens."""
+    m = np.zeros((3, 1, 6, 6), dtype=bool)
+    for b, length in enumerate(ex.LENGTHS):
+        for i in range(6):
+            for j in range(6):
+                m[b, 0, i, j] = j <= i and j >= 6 - length
+    return m
+
+
+def test_decoder_mask_exercise():
+    want = _explicit_left_padded_mask()
+    np.testing.assert_array_equal(ex.decoder_mask(), want)
+    assert ex.check_decoder_mask(want) and ex.check_decoder_mask(want[:, 0:1])
+    # padded query rows may hold anything: hiding them too is also right
+    assert ex.check_decoder_mask(want & want.any(axis=-1, keepdims=True))
+    causal = mha.causal_mask(6)
+    cases = [
+        (~want, "True means may attend"),
+        (causal, "the padding comes first here"),
+        (causal & mha.padding_mask(list(ex.LENGTHS), 6), "padding_mask assumes the padding comes last"),
+        (ex.left_padding_mask(), "tokens after it"),
+        (causal.T & ex.left_padding_mask(), "lower triangle"),
+        (want[:, 0], "a 3-D mask is read as (h, n_q, n_kv)"),
+        (want.astype(int), "got dtype int64"),
+        (np.ones((6, 6), dtype=bool), "Build it from two parts"),
+    ]
+    for mask, hint in cases:
+        feedback = ex.check_decoder_mask(mask)
+        assert not feedback.correct and hint in feedback.message, (hint, feedback.message)
+    assert "Replace None" in ex.check_decoder_mask(None).message
+
+
+def test_the_right_mask_leaves_padded_queries_with_zero_weights():
+    x = np.random.default_rng(0).normal(size=(3, 6, 8))
+    _, w = mha.multi_head_attention(x, x, x, mha.init_params(8, ex.H, seed=0), ex.decoder_mask())
+    for b, length in enumerate(ex.LENGTHS):
+        assert not w[b, :, : 6 - length].any()  # the padded queries: no key, zero weights, no NaN
+        np.testing.assert_allclose(w[b, :, 6 - length :].sum(-1), 1)
+
+
+# --- exercise 3: the cross-attention call (moved from lesson 12) -------------------------------------------
+
+
+def test_cross_attention_exercise():
+    y, x = conn.translation_inputs()
+    p = conn.translation_params()
+    assert ex.check_cross_attention(mha.multi_head_attention(y, x, x, p)[0])
+    assert ex.check_cross_attention(mha.multi_head_attention(y, x, x, p))  # the (output, weights) pair
+    swapped = ex.check_cross_attention(mha.multi_head_attention(x, y, y, p)[0])
+    assert not swapped and "6 rows" in swapped.message
+    assert "self-attention" in ex.check_cross_attention(mha.multi_head_attention(y, y, y, p)[0]).message
+    assert not ex.check_cross_attention(mha.multi_head_attention(y, x, x, p)[0] + 1.0)
+    assert not ex.check_cross_attention(mha.multi_head_attention(y[:2], x, x, p)[0])
+    assert "Replace None" in ex.check_cross_attention(None).message
+    with pytest.raises(ValueError, match="v"):  # the lesson's failing call fails as the lesson shows
+        mha.multi_head_attention(y, x, y, p)
+
+
+OUTPUT = "the output of your multi_head_attention call"
+
+
 @pytest.mark.parametrize(
-    ("answer", "message"),
+    ("check", "answer", "message"),
     [
-        (None, f"Replace None with {WEIGHT}."),
-        ("0.5", f"Expected a number ({WEIGHT}), got str."),
-        (float("nan"), f"Expected a finite number ({WEIGHT}), got nan."),
-        (1.7, "An attention weight lies between 0 and 1 (each row sums to 1); got 1.7."),
+        (ex.check_cross_attention, None, f"Replace None with {OUTPUT}."),
+        (ex.check_cross_attention, "out", f"Expected {OUTPUT}, got str."),
+        (
+            ex.check_cross_attention,
+            np.zeros((2, 8)),
+            "Expected one row per decoder token and d_model columns, got shape (2, 8).",
+        ),
+        (ex.check_decoder_mask, "mask", "Expected your boolean mask, got str."),
     ],
 )
-def test_weight_checks_say_what_was_expected_and_what_arrived(check, answer, message):
+def test_bad_input_says_what_was_expected_and_what_arrived(check, answer, message):
     assert check(answer) == Feedback(False, message)
-
-
-def test_doubled_query():
-    assert ex.check_doubled_query(np.exp(4) / (2 + 2 * np.exp(4)))
-    assert ex.check_doubled_query(0.491)
-    assert "before the change" in ex.check_doubled_query(0.44).message
-    assert not ex.check_doubled_query(0.9)
-
-
-def test_causal_weight():
-    x, params = worked_example()
-    _, w = mha.multi_head_attention(x, x, x, params, mask=mha.causal_mask(4))
-    by_hand = math.exp(2) / (1 + math.exp(2))
-    assert w[0, 1, 1] == pytest.approx(by_hand)
-    assert ex.check_causal_weight(by_hand)
-    assert ex.check_causal_weight(0.881)
-    assert "without the mask" in ex.check_causal_weight(0.44).message
-    assert not ex.check_causal_weight(0.5)
-
-
-def _loop_trace(params):
-    x, _ = worked_example()
-    return mha.multi_head_attention_loop(x, x, x, params, return_trace=True)[2]
-
-
-def test_changed_stages_by_an_explicit_comparison_of_the_traces():
-    """Doubling head 1's W^K columns moves K and everything of head 1 downstream, nothing of head 0, not Q or V."""
-    _, params = worked_example()
-    w_k = params.w_k.copy()
-    w_k[:, 4:8] *= 2
-    before, after = _loop_trace(params), _loop_trace(dataclasses.replace(params, w_k=w_k))
-
-    def moved(a, b):
-        return not np.allclose(a, b, rtol=0, atol=1e-12)
-
-    assert not moved(before["weights"][0], after["weights"][0]) and moved(before["weights"][1], after["weights"][1])
-    assert not moved(before["Q_i"][1], after["Q_i"][1]) and not moved(before["V_i"][1], after["V_i"][1])
-    assert moved(before["K_i"][1], after["K_i"][1]) and moved(before["output"], after["output"])
-    assert np.allclose(after["scores"][1], 2 * before["scores"][1])  # doubled keys double every score
-    assert ex.changed_stages() == {"K", "scores 1", "weights 1", "head_1", "concat", "output"}
-
-
-def test_changed_stages_check():
-    right_answer = {"K", "scores 1", "weights 1", "head_1", "concat", "output"}
-    assert ex.check_changed_stages(right_answer)
-    assert ex.check_changed_stages([s.upper() for s in right_answer])  # case does not matter
-    for answer, hint in [
-        (right_answer | {"Q"}, "W^Q and W^V"),
-        (right_answer - {"K"}, "which of Q, K, V"),
-        (right_answer | {"weights 0"}, "Head 0 reads only its own columns"),
-        (right_answer - {"weights 1"}, "softmax of doubled scores"),
-        (right_answer - {"output"}, "W^O mixes"),
-        (right_answer - {"concat", "output"}, "W^O mixes"),
-    ]:
-        feedback = ex.check_changed_stages(answer)
-        assert not feedback.correct and hint in feedback.message, (answer, feedback.message)
-    assert ex.check_changed_stages(None) == Feedback(
-        False, 'Replace None with a set of stage names, e.g. {"Q", "scores 0"}.'
-    )
-    assert "got ['scores 2']" in ex.check_changed_stages({"scores 2"}).message
-    assert "got int" in ex.check_changed_stages(3).message

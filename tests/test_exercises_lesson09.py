@@ -1,86 +1,245 @@
-"""Lesson 9's exercise checks: right answers pass, wrong answers and the None placeholder get a hint."""
+"""Lesson 9's capstone checks: a right from-scratch solution passes each stage; each typical wrong one fails in the
+right case, named.
+
+The solutions below are written as a learner would, from numpy alone (mha.softmax for the one subtle step), so
+the check is tested against code that shares nothing with the library it compares to.
+"""
 
 import numpy as np
 import pytest
 
 import mha_lesson as mha
-from mha_lesson.demos import mistakes as mk
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson09 as ex
 
 
-def test_symptom_exercise():
-    assert ex.check_symptom("mask_with_zero")
-    assert ex.check_symptom("  Mask_With_Zero ")
-    for name in mk.MISTAKES:
-        if name != "mask_with_zero":
-            fb = ex.check_symptom(name)
-            assert not fb and "mask_with_zero" not in fb.message
-    assert "Replace None" in ex.check_symptom(None).message
-    assert not ex.check_symptom("softmax") and not ex.check_symptom(3)
+def solution(
+    *,
+    scale="d_k",
+    mask_mode="-inf",
+    split_transpose=True,
+    w_o=True,
+    kv_from_q=False,
+    own_softmax=False,
+    transpose_with_T=False,
+    axis=-1,
+    return_pair=True,
+):
+    """A learner's multi_head_attention; every keyword but the defaults plants one mistake."""
+
+    def fn(q, k, v, params, mask=None):
+        h = params.h
+        d_k = params.d_model // h
+        if kv_from_q:
+            k = v = q
+
+        def split(x):
+            if split_transpose:
+                return x.reshape(*x.shape[:-1], h, d_k).swapaxes(-3, -2)
+            return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)
+
+        Q, K, V = split(q @ params.w_q), split(k @ params.w_k), split(v @ params.w_v)
+        K_t = K.T if transpose_with_T else K.swapaxes(-1, -2)
+        scores = Q @ K_t / {"d_k": np.sqrt(d_k), "d_model": np.sqrt(params.d_model), "none": 1.0}[scale]
+        if mask is not None:
+            if mask_mode == "-inf":
+                scores = np.where(mask, scores, -np.inf)
+            elif mask_mode == "flipped":
+                scores = np.where(mask, -np.inf, scores)
+            elif mask_mode == "zero":
+                scores = scores * mask
+        if own_softmax:  # the textbook formula: a row of -inf gives 0 / 0 = NaN
+            e = np.exp(scores - scores.max(axis=axis, keepdims=True))
+            weights = e / e.sum(axis=axis, keepdims=True)
+        else:
+            weights = mha.softmax(scores, axis=axis)
+        heads = weights @ V
+        concat = heads.swapaxes(-3, -2).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)
+        out = concat @ params.w_o if w_o else concat
+        return (out, weights) if return_pair else out
+
+    return fn
 
 
-NAMES = f"Use one of the registry's names: {', '.join(mk.MISTAKES)}."
+def test_a_right_solution_and_the_library_itself_pass():
+    for fn in (solution(), mha.multi_head_attention):
+        feedback = ex.check_capstone(fn)
+        assert isinstance(feedback, Feedback) and feedback.correct, feedback.message
+        assert f"all {len(ex.CASES)} cases" in feedback.message
+
+
+def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query():
+    names = " | ".join(c.name for c in ex.CASES)
+    for fragment in ("one head", "h = 4", "causal mask", "batch of 3", "cross-attention", "may see no key"):
+        assert fragment in names
+    cross = next(c for c in ex.CASES if "cross" in c.name)
+    assert cross.q.shape[-2] != cross.k.shape[-2] and cross.k is cross.v
+    batch = next(c for c in ex.CASES if "batch" in c.name)
+    assert batch.q.ndim == 3 and batch.mask.shape == (3, 1, 1, 5)
+    # batch + causal + padding together: the mask hides the future and sequence 1's padded keys 4 and 5
+    both = next(c for c in ex.CASES if "causal and padding" in c.name)
+    assert both.q.ndim == 3 and both.mask.shape == (2, 1, 6, 6)
+    assert both.mask[0, 0].tolist() == np.tri(6, dtype=bool).tolist() and not both.mask[1, 0, :, 4:].any()
+    # cross-attention in a padded batch: queries and keys of different lengths, padded encoder keys hidden
+    batched_cross = next(c for c in ex.CASES if "cross-attention in a batch" in c.name)
+    assert (
+        batched_cross.q.shape == (2, 6, 8) and batched_cross.k.shape == (2, 7, 8) and batched_cross.k is batched_cross.v
+    )
+    assert batched_cross.mask.shape == (2, 1, 1, 7) and not batched_cross.mask[1, ..., 3:].any()
+    assert batched_cross.params.h == 4
+    blind = ex.CASES[-1]
+    assert not blind.mask[2].any()
+    _, weights = mha.multi_head_attention(blind.q, blind.k, blind.v, blind.params, blind.mask)
+    assert not weights[:, 2].any()  # the library's convention the check asks for: zero weights, not NaN
 
 
 @pytest.mark.parametrize(
-    ("check", "answer", "message"),
+    ("mistake", "case", "explanation"),
     [
-        (ex.check_symptom, None, "Replace None with the name of a mistake, as a string, e.g. 'no_scale'."),
-        (ex.check_symptom, 3, NAMES),
-        (ex.check_symptom, "softmax", NAMES),
-        (
-            ex.check_mystery,
-            None,
-            "Replace None with the name of a mistake, as a string: run the checks on mystery_mha first.",
-        ),
-        (ex.check_mystery, ["concat_order"], NAMES),
+        ({"scale": "none"}, 1, "not divided by √d_k"),
+        ({"scale": "d_model"}, 1, "use √d_k"),
+        ({"split_transpose": False}, 1, "reshape alone"),
+        ({"w_o": False}, 1, "output projection W^O"),
+        ({"axis": -2}, 1, "softmax runs over the queries"),
+        ({"mask_mode": "flipped"}, 4, "wrong way round"),
+        ({"mask_mode": "zero"}, 4, "set them to -inf"),
+        ({"mask_mode": "ignored"}, 4, "never applied"),
+        ({"kv_from_q": True}, 7, "keys and values must come from k and v"),
+        ({"own_softmax": True}, 9, "NaN weights"),
     ],
 )
-def test_a_missing_or_unknown_name_gets_the_placeholder_hint_or_the_list(check, answer, message):
-    assert check(answer) == Feedback(False, message)
+def test_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explanation):
+    feedback = ex.check_capstone(solution(**mistake))
+    assert not feedback.correct
+    assert feedback.message.startswith(f"case {case} of {len(ex.CASES)}, {ex.CASES[case - 1].name}:"), feedback.message
+    assert explanation in feedback.message, feedback.message
 
 
-def test_fixed_masking_exercise():
-    def fixed(q, k, v, mask):
-        scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
-        weights = mha.softmax(np.where(mask, scores, -np.inf), axis=-1)
-        return weights @ v, weights
-
-    def fixed_with_large_negative(q, k, v, mask):
-        scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
-        weights = mha.softmax(np.where(mask, scores, -1e9), axis=-1)
-        return weights @ v, weights
-
-    def unscaled(q, k, v, mask):
-        weights = mha.softmax(np.where(mask, q @ k.swapaxes(-1, -2), -np.inf), axis=-1)
-        return weights @ v, weights
-
-    def broken(q, k, v, mask):
-        raise TypeError("oops")
-
-    assert ex.check_fixed_masking(fixed)
-    assert ex.check_fixed_masking(mha.scaled_dot_product_attention)
-    assert ex.check_fixed_masking(fixed_with_large_negative)  # exp(-1e9) underflows to exactly 0 in float64
-    assert not ex.check_fixed_masking(mk.attention_mask_with_zero)
-    assert not ex.check_fixed_masking(mk.attention_mask_after_softmax)
-    assert "scale" in ex.check_fixed_masking(unscaled).message
-    assert "TypeError" in ex.check_fixed_masking(broken).message
-    assert "Replace None" in ex.check_fixed_masking(None).message
-    assert not ex.check_fixed_masking("my_masked_attention")
+def test_a_solution_that_breaks_on_a_batch_says_so():
+    """K.T transposes every axis: with one head it is still right, with a batch of heads it raises."""
+    feedback = ex.check_capstone(solution(transpose_with_T=True))
+    assert not feedback.correct and "raised ValueError" in feedback.message
+    assert feedback.message.startswith("case 1 of")
 
 
-def test_mystery_exercise():
-    assert ex.check_mystery("concat_order")
-    for name in mk.MISTAKES:
-        if name != "concat_order":
-            assert not ex.check_mystery(name)
-    assert "Replace None" in ex.check_mystery(None).message
-    # The mystery function differs from the core only by the head order it concatenates in.
-    rng = np.random.default_rng(0)
-    x, p = rng.normal(size=(5, 8)), mha.init_params(8, 2, seed=3)
-    out, w = ex.mystery_mha(x, x, x, p)
-    ref_out, ref_w = mha.multi_head_attention(x, x, x, p)
-    np.testing.assert_allclose(w, ref_w, atol=1e-12)
-    swapped = mha.MHAParams(w_q=p.w_q, w_k=p.w_k, w_v=p.w_v, w_o=np.vstack([p.w_o[4:], p.w_o[:4]]), h=2)
-    np.testing.assert_allclose(out, mha.multi_head_attention(x, x, x, swapped)[0], atol=1e-12)
+def test_returning_only_the_output_asks_for_the_pair():
+    feedback = ex.check_capstone(solution(return_pair=False))
+    assert not feedback.correct and "return a pair (output, weights)" in feedback.message
+
+
+def test_placeholders_and_non_functions_get_a_friendly_message():
+    assert "Replace None" in ex.check_capstone(None).message
+    assert "got 'int'" in ex.check_capstone(3).message
+    assert "returned NoneType" in ex.check_capstone(lambda q, k, v, params, mask=None: None).message
+    assert "raised TypeError" in ex.check_capstone(lambda q, k, v, params: (q, q)).message  # no mask parameter
+
+
+def test_the_learners_arrays_are_copies_so_the_cases_stay_intact():
+    def vandal(q, k, v, params, mask=None):
+        q *= 0  # writes into its input
+        return mha.multi_head_attention(q, k, v, params, mask)
+
+    before = [c.q.copy() for c in ex.CASES]
+    assert not ex.check_capstone(vandal).correct
+    assert all(np.array_equal(c.q, b) for c, b in zip(ex.CASES, before, strict=True))
+
+
+def test_diagnosis_only_names_a_mistake_that_reproduces_the_result():
+    case = ex.CASES[0]
+    out, weights = solution(scale="none")(case.q, case.k, case.v, case.params)
+    assert ex.diagnose(case, (out, weights)) == ex.MISTAKES["no scale"][1]
+    assert ex.diagnose(case, (out + 1.0, weights)) is None  # nothing known gives this: no guess
+
+
+# --- stage 1: one head -----------------------------------------------------------------------------------
+
+
+def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1):
+    """A learner's scaled dot-product attention for (..., n, d_k) arrays; each keyword plants one mistake."""
+
+    def fn(Q, K, V, mask=None):
+        scores = Q @ K.swapaxes(-1, -2) / (np.sqrt(Q.shape[-1]) if scale else 1.0)
+        if mask is not None:
+            scores = {
+                "-inf": lambda: np.where(mask, scores, -np.inf),
+                "flipped": lambda: np.where(mask, -np.inf, scores),
+                "zero": lambda: scores * mask,
+            }[mask_mode]()
+        if own_softmax:
+            e = np.exp(scores - scores.max(axis=axis, keepdims=True))
+            weights = e / e.sum(axis=axis, keepdims=True)
+        else:
+            weights = mha.softmax(scores, axis=axis)
+        return weights @ V, weights
+
+    return fn
+
+
+def test_stage_1_a_right_head_and_the_library_pass():
+    for fn in (attention(), mha.scaled_dot_product_attention):
+        feedback = ex.check_attention(fn)
+        assert feedback.correct, feedback.message
+    blind = ex.HEAD_CASES[-1]
+    assert (
+        not blind.mask[3].any()
+        and not mha.scaled_dot_product_attention(blind.q, blind.k, blind.v, blind.mask)[1][3].any()
+    )
+    assert ex.HEAD_CASES[1].q.shape[-2] != ex.HEAD_CASES[1].k.shape[-2]  # n_q != n_kv
+
+
+@pytest.mark.parametrize(
+    ("mistake", "case", "explanation"),
+    [
+        ({"scale": False}, 1, "not divided by √d_k"),
+        ({"axis": -2}, 1, "softmax runs over the queries"),
+        ({"mask_mode": "flipped"}, 3, "wrong way round"),
+        ({"mask_mode": "zero"}, 3, "set them to -inf"),
+        ({"own_softmax": True}, 4, "NaN weights"),
+    ],
+)
+def test_stage_1_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explanation):
+    feedback = ex.check_attention(attention(**mistake))
+    assert not feedback.correct
+    assert feedback.message.startswith(f"case {case} of {len(ex.HEAD_CASES)}, "), feedback.message
+    assert explanation in feedback.message, feedback.message
+
+
+def test_stage_1_placeholders_and_ignored_masks():
+    assert "Replace None" in ex.check_attention(None).message
+    assert "got 'str'" in ex.check_attention("my_attention").message
+    ignored = ex.check_attention(lambda Q, K, V, mask=None: attention()(Q, K, V))
+    assert not ignored.correct and "never applied" in ignored.message
+
+
+# --- stage 2: split and merge ----------------------------------------------------------------------------
+
+
+def split(x, h):
+    return x.reshape(*x.shape[:-1], h, x.shape[-1] // h).swapaxes(-3, -2)
+
+
+def merge(x):
+    return x.swapaxes(-3, -2).reshape(*x.shape[:-3], x.shape[-2], x.shape[-3] * x.shape[-1])
+
+
+def test_stage_2_right_split_and_merge_pass_and_equal_the_library():
+    assert ex.check_split_merge(split, merge)
+    assert ex.check_split_merge(mha.split_heads, mha.merge_heads)
+    for _, x, h in ex.SPLIT_CASES:  # the test's own split is independent of the library's: compare them
+        np.testing.assert_array_equal(split(x, h), mha.split_heads(x, h))
+
+
+def test_stage_2_reshape_only_is_named_even_though_its_round_trip_works():
+    def reshape_split(x, h):
+        return x.reshape(*x.shape[:-2], h, x.shape[-2], x.shape[-1] // h)
+
+    def reshape_merge(x):
+        return x.reshape(*x.shape[:-3], x.shape[-2], -1)
+
+    x, h = ex.SPLIT_CASES[0][1:]
+    np.testing.assert_array_equal(reshape_merge(reshape_split(x, h)), x)  # the round trip cannot tell
+    assert "reshapes alone" in ex.check_split_merge(reshape_split, reshape_merge).message
+    assert "swap the h and n axes back" in ex.check_split_merge(split, reshape_merge).message
+    assert "raised" in ex.check_split_merge(lambda x, h: x.reshape(h, -1, 3), merge).message
+    assert "split gave shape (8,)" in ex.check_split_merge(lambda x, h: x[h], merge).message
+    assert "Replace None" in ex.check_split_merge(None, merge).message

@@ -3,110 +3,84 @@
 import numpy as np
 import pytest
 
+import mha_lesson as mha
+from mha_lesson.demos import mistakes as mk
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson11 as ex
 
-GAIN = 6 * np.sqrt(8)  # a scaled score of 6 on the wanted key
+
+def test_symptom_exercise():
+    assert ex.check_symptom("mask_with_zero")
+    assert ex.check_symptom("  Mask_With_Zero ")
+    for name in mk.MISTAKES:
+        if name != "mask_with_zero":
+            fb = ex.check_symptom(name)
+            assert not fb and "mask_with_zero" not in fb.message
+    assert "Replace None" in ex.check_symptom(None).message
+    assert not ex.check_symptom("softmax") and not ex.check_symptom(3)
 
 
-def design(gain=GAIN, *, swap=False, route=True, second=True):
-    """The solution of exercise 1, or a broken variant of it."""
-    w_q, w_o = np.zeros((16, 16)), np.zeros((16, 16))
-    first, other = (8, 0) if swap else (0, 8)
-    for p in range(8):
-        if p >= 1:
-            w_q[4 + p, first + p - 1] = gain
-        if p >= 2 and second:
-            w_q[4 + p, other + p - 2] = gain
-    if route:
-        w_o[0:4, 0:4] = np.eye(4)
-        w_o[8:12, 4:8] = np.eye(4)
-    return w_q, w_o
-
-
-def test_the_solution_makes_both_lookups():
-    report = ex.design_report(*design())
-    assert report["both"] == 1.0 and report["on_back"][0, 0] > 0.97 and report["on_back"][1, 1] > 0.97
-    assert ex.check_two_head_design(*design())
-    assert ex.check_two_head_design(*(m.tolist() for m in design()))  # nested lists are fine
-
-
-def test_the_layer_reads_out_what_an_independent_loop_computes():
-    """The check's layer, head by head in plain numpy, on one sequence."""
-    w_q, w_o = design()
-    words = ex.test_words()[0]
-    x = ex.embed(words)  # (8, 16)
-    out = np.zeros((8, 16))
-    for i in range(2):
-        cols = slice(8 * i, 8 * i + 8)
-        scores = (x @ w_q[:, cols]) @ (x @ ex.W_K[:, cols]).T / np.sqrt(8)
-        scores = np.where(np.tril(np.ones((8, 8), bool)), scores, -np.inf)
-        a = np.exp(scores - scores.max(axis=1, keepdims=True))
-        a /= a.sum(axis=1, keepdims=True)
-        out += (a @ (x @ ex.W_V[:, cols])) @ w_o[cols]
-    answers = ex.read_out(out)
-    np.testing.assert_array_equal(answers[2:, 0], words[1:-1])
-    np.testing.assert_array_equal(answers[2:, 1], words[:-2])
+NAMES = f"Use one of the registry's names: {', '.join(mk.MISTAKES)}."
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "hint"),
+    ("check", "answer", "message"),
     [
-        ({"gain": 1.0}, "softly"),
-        ({"swap": True}, "swap them"),
-        ({"route": False}, "check W^O"),
-        ({"second": False}, "head 1 does not look"),
-        ({"gain": 0.0}, "head 0 and head 1 do not look"),
-    ],
-)
-def test_broken_designs_get_the_hint_for_what_is_broken(kwargs, hint):
-    feedback = ex.check_two_head_design(*design(**kwargs))
-    assert not feedback and hint in feedback.message
-
-
-@pytest.mark.parametrize(
-    ("w_q", "w_o", "message"),
-    [
-        (None, np.eye(16), "Replace None with a (16, 16) matrix for w_q."),
-        (np.eye(16), None, "Replace None with a (16, 16) matrix for w_o."),
-        (np.eye(8), np.eye(16), "w_q: expected shape (16, 16) (weights applied as x @ W), got (8, 8)."),
+        (ex.check_symptom, None, "Replace None with the name of a mistake, as a string, e.g. 'no_scale'."),
+        (ex.check_symptom, 3, NAMES),
+        (ex.check_symptom, "softmax", NAMES),
         (
-            np.full((16, 16), np.inf),
-            np.eye(16),
-            "w_q: use finite numbers; a large gain is enough to make a head sharp.",
+            ex.check_mystery,
+            None,
+            "Replace None with the name of a mistake, as a string: run the checks on mystery_mha first.",
         ),
+        (ex.check_mystery, ["concat_order"], NAMES),
     ],
 )
-def test_bad_input_says_what_was_expected(w_q, w_o, message):
-    assert ex.check_two_head_design(w_q, w_o) == Feedback(False, message)
+def test_a_missing_or_unknown_name_gets_the_placeholder_hint_or_the_list(check, answer, message):
+    assert check(answer) == Feedback(False, message)
 
 
-def test_one_head_exercise_is_answered_by_a_trained_model():
-    shares = ex.one_head_shares()  # (read-outs, 4): 1 back, 2 back, the current token, the rest
-    assert shares.shape == (2, 4)
-    np.testing.assert_allclose(shares.sum(axis=1), 1, atol=1e-6)
-    assert shares[0, 0] > 0.9  # read-out 0 knows its token
-    assert ex.one_head_pattern(shares[1]) == "b"
-    assert ex.check_one_head("b") and ex.check_one_head("B") and ex.check_one_head({"b"})
-    for letter in "acd":
-        assert not ex.check_one_head(letter)
-    assert "Choose one letter" in ex.check_one_head({"a", "b"}).message
-    assert "Replace None" in ex.check_one_head(None).message
+def test_fixed_masking_exercise():
+    def fixed(q, k, v, mask):
+        scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
+        weights = mha.softmax(np.where(mask, scores, -np.inf), axis=-1)
+        return weights @ v, weights
+
+    def fixed_with_large_negative(q, k, v, mask):
+        scores = q @ k.swapaxes(-1, -2) / np.sqrt(q.shape[-1])
+        weights = mha.softmax(np.where(mask, scores, -1e9), axis=-1)
+        return weights @ v, weights
+
+    def unscaled(q, k, v, mask):
+        weights = mha.softmax(np.where(mask, q @ k.swapaxes(-1, -2), -np.inf), axis=-1)
+        return weights @ v, weights
+
+    def broken(q, k, v, mask):
+        raise TypeError("oops")
+
+    assert ex.check_fixed_masking(fixed)
+    assert ex.check_fixed_masking(mha.scaled_dot_product_attention)
+    assert ex.check_fixed_masking(fixed_with_large_negative)  # exp(-1e9) underflows to exactly 0 in float64
+    assert not ex.check_fixed_masking(mk.attention_mask_with_zero)
+    assert not ex.check_fixed_masking(mk.attention_mask_after_softmax)
+    assert "scale" in ex.check_fixed_masking(unscaled).message
+    assert "TypeError" in ex.check_fixed_masking(broken).message
+    assert "Replace None" in ex.check_fixed_masking(None).message
+    assert not ex.check_fixed_masking("my_masked_attention")
 
 
-def test_one_head_pattern_classifies_each_option():
-    assert ex.one_head_pattern(np.array([0.54, 0.34, 0.01, 0.11])) == "b"
-    assert ex.one_head_pattern(np.array([0.1, 0.8, 0.0, 0.1])) == "a"
-    assert ex.one_head_pattern(np.array([0.07, 0.07, 0.07, 0.79])) == "c"
-    assert ex.one_head_pattern(np.array([0.1, 0.1, 0.7, 0.1])) == "d"
-    assert ex.one_head_pattern(np.array([0.3, 0.35, 0.2, 0.15])) is None
-
-
-def test_narrow_heads_exercise_is_answered_by_measurements():
-    assert ex.narrow_evidence() == {"b", "d"}
-    assert ex.check_narrow_heads({"b", "d"}) and ex.check_narrow_heads("bd") and ex.check_narrow_heads(["D", "b"])
-    assert "Count the parameters" in ex.check_narrow_heads({"a", "b", "d"}).message
-    assert "loss curves" in ex.check_narrow_heads({"b", "c", "d"}).message
-    assert "missing" in ex.check_narrow_heads({"b"}).message
-    assert "Replace None" in ex.check_narrow_heads(None).message
-    assert not ex.check_narrow_heads({"z"})
+def test_mystery_exercise():
+    assert ex.check_mystery("concat_order")
+    for name in mk.MISTAKES:
+        if name != "concat_order":
+            assert not ex.check_mystery(name)
+    assert "Replace None" in ex.check_mystery(None).message
+    # The mystery function differs from the core only by the head order it concatenates in.
+    rng = np.random.default_rng(0)
+    x, p = rng.normal(size=(5, 8)), mha.init_params(8, 2, seed=3)
+    out, w = ex.mystery_mha(x, x, x, p)
+    ref_out, ref_w = mha.multi_head_attention(x, x, x, p)
+    np.testing.assert_allclose(w, ref_w, atol=1e-12)
+    swapped = mha.MHAParams(w_q=p.w_q, w_k=p.w_k, w_v=p.w_v, w_o=np.vstack([p.w_o[4:], p.w_o[:4]]), h=2)
+    np.testing.assert_allclose(out, mha.multi_head_attention(x, x, x, swapped)[0], atol=1e-12)

@@ -3,68 +3,60 @@
 import numpy as np
 import pytest
 
-from mha_lesson.circuits import hand_built_induction, previous_token_score
+from mha_lesson.demos import connections as conn
+from mha_lesson.demos.toy import TOKENS, token_part
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson12 as ex
-
-N = ex.MAX_LEN
-
-
-def test_a_designed_previous_token_head_passes_and_works():
-    good = 10.0 * np.eye(N, k=-1)  # row i scores key i - 1 at 10, every other key at 0
-    assert ex.check_previous_token_scores(good)
-    assert ex.check_previous_token_scores(good.tolist())
-    assert ex.check_previous_token_scores(good - 5.0)  # adding a constant to every score changes nothing
-    model = ex.with_position_scores(good)
-    t = ex.tokens()
-    assert previous_token_score(model.attention(t)[0, 0]) > 0.99
-    np.testing.assert_array_equal(model.predict(t)[ex.K : 2 * ex.K - 1], t[ex.K + 1 : 2 * ex.K])
+from mha_lesson.positional import sinusoidal_encoding
 
 
-def test_with_position_scores_reproduces_the_hand_built_model():
-    built = hand_built_induction(ex.VOCAB, ex.MAX_LEN)
-    block = built.blocks["position"]
-    scores = built.layers[0].w_q[block, block] / np.sqrt(built.layers[0].d_k)
-    np.testing.assert_allclose(ex.with_position_scores(scores).attention(ex.tokens()), built.attention(ex.tokens()))
+def test_distance_exercise_answer_is_measured():
+    u, w = ex.mystery_codes()
+    pe = sinusoidal_encoding(64, conn.PE_WIDTH)
+    # independent of the check: the one offset k whose PE[0]·PE[k] equals u·w is the distance
+    matches = [k for k in range(64) if abs(pe[0] @ pe[k] - u @ w) < 1e-9]
+    assert matches == [abs(ex.MYSTERY_POSITIONS[1] - ex.MYSTERY_POSITIONS[0])] == [7]
+    assert ex.check_distance(7) and ex.check_distance(7.0)
+    assert "positive" in ex.check_distance(-7).message
+    assert "is a position" in ex.check_distance(37).message and "is a position" in ex.check_distance(44).message
+    assert "compare u @ w" in ex.check_distance(6).message
+
+
+DISTANCE = "the distance between the two positions"
 
 
 @pytest.mark.parametrize(
-    ("answer", "hint"),
+    ("check", "answer", "message"),
     [
-        (3.0 * np.eye(N, k=-1), "too soft"),
-        (10.0 * np.eye(N), "own position"),
-        (10.0 * np.eye(N, k=1), "causal mask hides it"),
-        (np.zeros((N, N)), "only 0."),
-        (10.0 * np.eye(N, k=-2), "only 0."),
-        (np.zeros((N, N - 1)), "Expected one row per query position"),
-        (np.full((N, N), np.inf), "finite"),
-        (None, "Replace None"),
-        ("eye", "Expected a"),
+        (ex.check_distance, None, f"Replace None with {DISTANCE}."),
+        (ex.check_distance, True, f"Expected a number ({DISTANCE}), got bool."),
+        (ex.check_distance, "7", f"Expected a number ({DISTANCE}), got str."),
+        (ex.check_distance, 7.5, f"Expected a whole number ({DISTANCE}), got 7.5."),
     ],
 )
-def test_wrong_previous_token_designs_get_a_hint(answer, hint):
-    feedback = ex.check_previous_token_scores(answer)
-    assert not feedback and hint in feedback.message
+def test_bad_input_says_what_was_expected_and_what_arrived(check, answer, message):
+    assert check(answer) == Feedback(False, message)
 
 
-def test_key_weights_exercise():
-    w_k = ex.layer().w_k_head(0)
-    assert ex.check_key_weights(w_k @ np.linalg.inv(ex.M).T)
-    assert "M M^T" in ex.check_key_weights(w_k @ ex.M).message
-    assert "transposed" in ex.check_key_weights(w_k @ np.linalg.inv(ex.M)).message
-    assert "scores changed" in ex.check_key_weights(w_k).message
-    assert "shape" in ex.check_key_weights(np.zeros((4, 8))).message
-    assert ex.check_key_weights(None) == Feedback(False, "Replace None with head 0's new key weights, shape (8, 4).")
+def test_equivariance_exercise_answer_is_measured():
+    assert ex.equivariant_options() == {"a", "b"}
+    assert ex.check_equivariant({"a", "b"}) and ex.check_equivariant(["B", "a "])
+    assert "ties something" in ex.check_equivariant({"a", "b", "c"}).message
+    assert "missing" in ex.check_equivariant({"a"}).message
+    assert not ex.check_equivariant({"a", "z"}) and not ex.check_equivariant(5)
+    assert "Replace None" in ex.check_equivariant(None).message
 
 
-def test_ablation_answer_is_measured():
-    assert ex.measured_option() == "c"
-    w = ex.ablated_attention()
-    for t in range(1, N):  # every query spreads evenly over keys 1..t (key 0 is marked down)
-        np.testing.assert_allclose(w[t, 1 : t + 1], 1 / t, rtol=1e-2)
-    assert ex.check_ablation("c") and ex.check_ablation(" C ")
-    assert "what layer 1 wrote" in ex.check_ablation("a").message
-    assert "previous token" in ex.check_ablation("b").message
-    assert "marked down" in ex.check_ablation("d").message
-    assert "Expected one of the letters" in ex.check_ablation("e").message
-    assert "Replace None" in ex.check_ablation(None).message
+def test_equivariance_exercise_options_are_measurable():
+    perm = np.random.default_rng(9).permutation(len(TOKENS))
+    measured = {
+        letter for letter in ex.OPTIONS if conn.permutation_errors(*_fn_words_perm_pos(letter, perm)).max() < 1e-12
+    }
+    assert measured == {"a", "b"}
+    with pytest.raises(ValueError, match="letter"):
+        ex.option("e")
+
+
+def _fn_words_perm_pos(letter, perm):
+    fn, pos = ex.option(letter)
+    return fn, token_part(), perm, pos

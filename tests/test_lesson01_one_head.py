@@ -225,7 +225,45 @@ def test_bad_arguments_raise_value_errors_naming_them(call, name):
 
 @pytest.fixture(scope="module")
 def preview():
-    return {h: train("two_lookups", h=h, seed=0, steps=oh.PREVIEW_STEPS) for h in (1, 2)}
+    steps = range(0, oh.PREVIEW_STEPS + 1, oh.TRACE_EVERY)  # the notebook's checkpoints
+    return {h: train("two_lookups", h=h, seed=0, steps=oh.PREVIEW_STEPS, checkpoints=steps) for h in (1, 2)}
+
+
+def test_checkpoints_do_not_change_the_training(preview):
+    plain = train("two_lookups", h=2, seed=0, steps=100)
+    np.testing.assert_array_equal(plain.losses, preview[2].losses[:100])
+
+
+def test_offset_weights_against_a_loop_over_queries():
+    rng = np.random.default_rng(0)
+    att = rng.random((3, 7, 7))
+    got = oh.offset_weights(att)
+    for head in range(3):
+        for back in (1, 2):
+            expected = sum(att[head, t, t - back] for t in range(2, 7)) / 5
+            assert got[head, back - 1] == pytest.approx(expected)
+    with pytest.raises(ValueError, match="^attention: expected"):
+        oh.offset_weights(att[0])
+
+
+def test_plateau_heads_are_near_copies_then_part(preview):
+    """The notebook's plateau story: during the plateau the two heads split their weight like the one head and the
+    two-head loss stays near the one-head loss; at the end each head looks mostly at a different key."""
+    cps2, cps1 = preview[2].checkpoints, preview[1].checkpoints
+    plateau, end = oh.PLATEAU_STEPS[0], oh.PLATEAU_STEPS[-1]
+    w = oh.offset_weights(cps2[plateau].attention[0])  # (2 heads, 2 keys)
+    one = oh.offset_weights(cps1[plateau].attention[0])[0]
+    assert np.abs(w[0] - w[1]).max() < 0.1  # near copies
+    assert np.all(w > 0.3) and np.all(one > 0.3)  # each splits between t-1 and t-2, like the one head
+    assert cps2[plateau].loss > 0.8 * cps1[plateau].loss  # stuck near one head's loss
+    assert cps2[oh.PLATEAU_STEPS[1]].loss > 0.8 * cps1[oh.PLATEAU_STEPS[1]].loss  # still there as the heads part
+    assert cps2[oh.PLATEAU_STEPS[2]].loss < 0.5 * cps1[oh.PLATEAU_STEPS[2]].loss  # half-way down
+    final = oh.offset_weights(cps2[end].attention[0])
+    assert sorted(final.argmax(axis=1).tolist()) == [0, 1] and final.max(axis=1).min() > 0.6  # one key each
+    assert cps2[end].loss < 0.01 and cps1[end].loss > 1
+    # The difference between the heads grows slowly, then fast.
+    gaps = [np.abs(np.diff(oh.offset_weights(cps2[s].attention[0]), axis=0)).max() for s in oh.PLATEAU_STEPS]
+    assert gaps == sorted(gaps) and gaps[2] > 3 * gaps[0]
 
 
 def test_trained_preview_one_head_learns_one_lookup_and_two_heads_both(preview):
@@ -287,6 +325,8 @@ def test_lesson_01_flashcards_state_computed_facts():
     assert oh.closed_form_r2(TASK.a, TASK.b, [0.5])[0] == pytest.approx(0.5 + ab / (aa + bb))
     trained = next(a for q, a in cards.items() if "trained one-head model" in q)
     assert "mostly outputs that same token" in trained  # test_swapped_lookups_... measures it
+    plateau = next(a for q, a in cards.items() if "plateau" in q)
+    assert "near copies" in plateau and "same mix" in plateau  # test_plateau_heads_... measures it
 
 
 # --- the explorer's compute ------------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ def test_blitted_moves_show_the_same_picture_as_a_full_redraw(moves):
 
 
 def test_a_causal_mask_gives_the_masked_keys_zero_and_the_allowed_ones_the_whole_row():
-    """Lesson 4, section 5: the broad head's query 2 spreads 1/11 over all keys, 1/3 over keys 0-2 under the mask."""
+    """Lesson 4's explorer, causal toggle: the broad head's query 2 spreads 1/11 over all keys, 1/3 over keys 0-2."""
     x, params = toy.toy_embeddings(), toy.toy_params()
     _, _, trace = mha.multi_head_attention_loop(x, x, x, params, return_trace=True)
     row = trace["scaled_scores"][3][2]

@@ -1,4 +1,4 @@
-"""Lesson 9: every mistake's check FAILS on its buggy function and PASSES on the correct core, and the lesson's
+"""Lesson 11: every mistake's check FAILS on its buggy function and PASSES on the correct core, and the lesson's
 numbers and pictures measure what they claim (checked against explicit loops and closed forms)."""
 
 import dataclasses
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import mha_lesson as mha
 from mha_lesson.demos import mistakes as mk
-from mha_lesson.exercises import lesson09 as ex
+from mha_lesson.exercises import lesson11 as ex
 
 MISTAKES = list(mk.MISTAKES.values())
 IDS = [m.name for m in MISTAKES]

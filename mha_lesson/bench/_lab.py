@@ -49,7 +49,7 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1280, "height": 900}
 # Bounded but generous: this is a 2-core machine shared with other jobs.
 OPEN_TIMEOUT_S = 180.0
-RUN_TIMEOUT_S = 600.0  # lesson 13 (MiniLM) took 240 s with the machine loaded
+RUN_TIMEOUT_S = 600.0  # lesson 15 (MiniLM) took 240 s with the machine loaded
 WIDGET_TIMEOUT_S = 60.0
 MOVE_TIMEOUT_S = 30.0
 GROWTH_TOLERANCE_PX = 48  # a message line that wraps differently is not a pile-up; a second figure is

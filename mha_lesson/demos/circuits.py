@@ -293,3 +293,59 @@ def best_heads(scores: dict[str, np.ndarray]) -> list[tuple[str, tuple[int, int]
             where = np.unravel_index(int(s.argmax()), s.shape)
             rows.append((name, (int(where[0]), int(where[1])), float(s.max())))
     return rows
+
+
+# --- the repeated copy is drawn with replacement -------------------------------------------------------------------
+
+
+def copy_ambiguity(batch: training.Batch, predicted: np.ndarray | None = None) -> dict[str, float]:
+    """How often training.make_batch's induction copies repeat a token, and what that does to "the token after the
+    last time my token appeared".
+
+    The first k tokens are drawn with replacement, so a token can occur twice in one copy; a query holding it then
+    has earlier occurrences followed by different tokens, and the rule is ambiguous. Returns the fraction of
+    sequences whose copy repeats a token, the fraction of scored queries whose earlier occurrences have two or more
+    different followers, and how often the rule (copy the follower of the most recent earlier occurrence) is right.
+    With predicted (batch, n) next-token ids: the model's accuracy on the unambiguous and the ambiguous queries.
+    """
+    ks = repeat_lengths(batch)
+    if predicted is not None and np.shape(predicted) != batch.tokens.shape:
+        raise ValueError(f"predicted: expected shape {batch.tokens.shape}, got {np.shape(predicted)}")
+    repeats, ambiguous, rule, model = 0, [], [], []
+    for s, (tokens, k) in enumerate(zip(batch.tokens, ks, strict=True)):
+        repeats += len(set(tokens[:k].tolist())) < k
+        for t in range(k, 2 * k - 1):  # the scored queries: their next token is known
+            earlier = [j for j in range(t) if tokens[j] == tokens[t]]  # never empty: tokens[t - k] is one
+            ambiguous.append(len({int(tokens[j + 1]) for j in earlier}) > 1)
+            rule.append(tokens[earlier[-1] + 1] == tokens[t + 1])
+            if predicted is not None:
+                model.append(predicted[s, t] == tokens[t + 1])
+    ambiguous, rule = np.array(ambiguous), np.array(rule)
+    out = {
+        "sequences_with_repeat": float(repeats / len(ks)),
+        "ambiguous_queries": float(ambiguous.mean()),
+        "last_occurrence_rule": float(rule.mean()),
+    }
+    if predicted is not None:
+        model = np.array(model)
+        out["model_unambiguous"] = float(model[~ambiguous].mean()) if (~ambiguous).any() else math.nan
+        out["model_ambiguous"] = float(model[ambiguous].mean()) if ambiguous.any() else math.nan
+    return out
+
+
+def copying_scores(run: Run, layer: int) -> np.ndarray:
+    """(h,) Olsson et al.'s second property, copying: for each head of `layer` (0-based), the fraction of tokens a
+    whose largest logit raised by the direct path E W_OV W_U is a itself (1: the head copies what it attends to).
+
+    The direct path only: the token embedding straight into the head and its output straight to the read-out.
+    """
+    model = run.result.trainer.model
+    if not 0 <= layer < len(model.layers):
+        raise ValueError(f"layer: expected 0 to {len(model.layers) - 1}, got {layer!r}")
+    embed = model.arrays["embed"].astype(np.float64)  # (vocab, d_model)
+    readout = model.arrays["readout.w"].astype(np.float64)  # (d_model, vocab)
+    params = model.layers[layer].astype(np.float64)
+    tokens = np.arange(len(embed))
+    return np.array(
+        [np.mean((embed @ ov_circuit(params, i) @ readout).argmax(axis=1) == tokens) for i in range(params.h)]
+    )

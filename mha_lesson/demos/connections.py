@@ -1,5 +1,5 @@
-"""Connections lesson, on the core: a cross-attention example, permutation equivariance, and a head that
-attends by position through the sinusoidal code.
+"""Lessons 7 and 12 on the core: a cross-attention example and a padded batch (lesson 7); permutation
+equivariance and a head that attends by position through the sinusoidal code (lesson 12).
 
 Pure numpy, like the rest of the core: the lesson, its explorers (widgets/connections.py) and its tests call
 these functions; nothing here knows about plots or widgets.
@@ -16,7 +16,7 @@ import numpy as np
 from ..multihead import multi_head_attention
 from ..positional import sinusoidal_encoding
 from ..projections import MHAParams
-from .toy import D_MODEL, TOKENS, VOCAB, WORD, token_part
+from .toy import D_MODEL, TOKENS, VOCAB, WORD, token_part, toy_embeddings
 
 # --- cross-attention: a decoder-like sequence reads an encoder-like one -----------------------------------
 
@@ -53,6 +53,31 @@ def translation_params() -> MHAParams:
     w_v[8 : 8 + n, 0:n] = np.eye(n)  # head 0 reports which French word it read
     w_v[8 : 8 + n, 8 : 8 + n] = np.eye(n)  # head 1 too
     return MHAParams(w_q=w_q, w_k=w_k, w_v=w_v, w_o=np.eye(X_DMODEL), h=X_H)
+
+
+# --- a batch of sentences of different lengths, padded to one length --------------------------------------
+
+PAD = "<pad>"  # the label of a padding position in the lesson's figures
+BATCH_SENTENCES = (TOKENS, ("the", "dog", "saw", "the", "cat"), ("the", "dog", "saw"))
+
+
+def padded_batch(sentences: Sequence[Sequence[str]] = BATCH_SENTENCES) -> tuple[np.ndarray, np.ndarray]:
+    """(batch, n, 64) toy embeddings, each sentence followed by zero rows up to the longest, and lengths (batch,)."""
+    if isinstance(sentences, str) or not sentences:
+        raise ValueError(f"sentences: expected a non-empty sequence of sentences, got {sentences!r}")
+    rows = [toy_embeddings(s) for s in sentences]  # each (len, 64); toy_embeddings checks the words
+    n = max(len(r) for r in rows)
+    x = np.zeros((len(rows), n, D_MODEL))
+    for b, r in enumerate(rows):
+        x[b, : len(r)] = r  # the rest stays zero: the padding
+    return x, np.array([len(r) for r in rows])
+
+
+def padded_labels(sentence: Sequence[str], n: int) -> list[str]:
+    """The sentence's words followed by PAD up to length n: axis labels for a padded row of the batch."""
+    if len(sentence) > n:
+        raise ValueError(f"n: expected at least len(sentence) = {len(sentence)}, got {n}")
+    return [*sentence, *[PAD] * (n - len(sentence))]
 
 
 # --- permutation equivariance -----------------------------------------------------------------------------

@@ -286,6 +286,21 @@ def table3_markdown(rows: Sequence[Table3Row] = TABLE3_A) -> str:
 PREVIEW_STEPS = 800
 
 
+# The plateau, watched: checkpoints every TRACE_EVERY steps, and the attention maps drawn at PLATEAU_STEPS (for seed
+# 0: deep in the plateau, as the heads start to part, half-way down the loss, and the end of the preview).
+TRACE_EVERY = 20
+PLATEAU_STEPS = (300, 440, 480, PREVIEW_STEPS)
+
+
+def offset_weights(attention: np.ndarray) -> np.ndarray:
+    """(h, 2): each head's mean weight on the key 1 back and the key 2 back, over queries 2 .. n-1 of (h, n, n) maps."""
+    attention = np.asarray(attention)
+    if attention.ndim != 3 or attention.shape[1] != attention.shape[2] or attention.shape[1] < 3:
+        raise ValueError(f"attention: expected (h, n, n) weights with n >= 3, got shape {attention.shape}")
+    q = np.arange(2, attention.shape[1])  # queries with both keys behind them
+    return np.stack([attention[:, q, q - 1].mean(axis=1), attention[:, q, q - 2].mean(axis=1)], axis=-1)
+
+
 def swapped_lookups(trainer: Trainer) -> float:
     """Share of held-out positions (tokens 1 and 2 back differ) where the "2 back" read-out outputs the token 1 back."""
     held = trainer.held_out

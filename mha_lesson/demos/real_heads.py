@@ -1,4 +1,4 @@
-"""Lesson 13 (Real heads): what the lesson reads off MiniLM's syntax, co-reference, pruning and value-norm numbers.
+"""Lesson 15 (Real heads): what the lesson reads off MiniLM's syntax, co-reference, pruning and value-norm numbers.
 
 The measurements are library code (mha_lesson.headscores). This module holds what only the lesson needs: Clark et
 al.'s (2019) published numbers to set beside ours, the verdicts the lesson prints (each follows from the numbers
@@ -14,11 +14,13 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from .. import headscores
-from ..pretrained import MiniLM
+from .. import headscores, headselect
+from .._blas import one_blas_thread
+from ..pretrained import MiniLM, l2_normalize, mean_pool
 
 # A head "clearly" beats a baseline when it is at least this far above it (a fraction: 0.10 = 10 points). With
 # 43-168 arcs per relation, a gap of a few points could come from which sentences happened to be written.
@@ -52,6 +54,11 @@ CLARK_BERT = {
     "amod": ClarkRow("amod", 75.6, 68.3, 1, 3, 9, "dependent->head"),
     "nmod:poss": ClarkRow("poss", 80.5, 47.7, 1, 6, 5, "dependent->head"),
 }
+
+
+# Clark et al. (2019), Table 2 (CoNLL-2012), the Pronoun column: head 5-4 (4-3 counted from 0) against the nearest
+# other mention. Their head and baselines choose among whole documents' mentions; ours among one sentence's words.
+CLARK_PRONOUNS = "64% vs 29% (Table 2, pronouns: nearest mention)"
 
 
 def guideline(path: str | Path | None = None) -> str:
@@ -99,7 +106,7 @@ def relations_markdown(compared: Sequence[Mapping], clear: float = CLEAR) -> str
     lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for r in compared:
         c = r["clark"]
-        bert = f"{c.accuracy:.1f}% vs {c.baseline:.1f}% ({c.name})" if c else "65% vs 27% (Table 2: nearest mention)"
+        bert = f"{c.accuracy:.1f}% vs {c.baseline:.1f}% ({c.name})" if c else CLARK_PRONOUNS
         lines.append(
             f"| {r['label']} | {r['count']} | ({r['layer']}, {r['head']}) | {r['accuracy']:.1%} | "
             f"{r['baseline']:.1%} ({r['baseline_name']}) | {bert} |"
@@ -293,3 +300,90 @@ def sinks_markdown(summary: Mapping) -> str:
         f"head that parks its weight on [CLS] adds almost nothing from it, which is the no-op reading of Clark et "
         f"al. made measurable, and what Kobayashi et al. (2020) found in BERT."
     )
+
+
+# Held-out head selection (lesson 15) --------------------------------------------------------------------------
+
+
+def held_out_markdown(results: Sequence[Mapping]) -> str:
+    """A Markdown table of headselect.held_out_selection results: in-sample best, held-out head and baseline, lead."""
+    lines = [
+        "| relation | arcs | best head, in sample | held-out head [95% CI] | held-out baseline | lead [95% CI] "
+        "| survives |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        (a_lo, a_hi), (l_lo, l_hi) = r["accuracy_ci"], r["lead_ci"]
+        lines.append(
+            f"| {headscores.RELATION_LABELS[r['relation']]} | {r['count']} | {r['in_sample']:.1%} | "
+            f"{r['accuracy']:.1%} [{a_lo:.0%}, {a_hi:.0%}] | {r['baseline']:.1%} | "
+            f"{r['lead'] * 100:+.0f} [{l_lo * 100:+.0f}, {l_hi * 100:+.0f}] points | "
+            f"{'yes' if r['survives'] else 'no'} |"
+        )
+    return "\n".join(lines)
+
+
+def held_out_all(maps: Sequence[np.ndarray], sentences: Sequence[headscores.Annotated], seed: int = 0) -> list[dict]:
+    """headselect.held_out_selection for every relation in headscores.RELATIONS, with one seed."""
+    return [headselect.held_out_selection(maps, sentences, rel, seed=seed) for rel in headscores.RELATIONS]
+
+
+# Word order: a measure that needs attention (lesson 16) ---------------------------------------------------------
+
+
+class RoleSwap(NamedTuple):
+    """One row of role_swaps.tsv: a sentence, a paraphrase in other words, and its words with the roles swapped."""
+
+    sentence: str
+    paraphrase: str
+    swapped: str
+
+
+def load_role_swaps(path: str | Path | None = None) -> list[RoleSwap]:
+    """Rows of a tab-separated file (default: the shipped role_swaps.tsv) after its header; # starts a comment."""
+    path = headscores.DATA / "role_swaps.tsv" if path is None else Path(path)
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and line[0] != "#"]
+    if not lines or lines[0].split("\t") != list(RoleSwap._fields):
+        raise ValueError(f"{path.name}: expected the header {'<tab>'.join(RoleSwap._fields)}, got {lines[:1]}")
+    rows = [line.split("\t") for line in lines[1:]]
+    bad = [i for i, r in enumerate(rows, start=2) if len(r) != 3 or not all(f.strip() for f in r)]
+    if bad or not rows:
+        raise ValueError(f"{path.name}: expected rows of 3 non-empty tab-separated fields, not on rows {bad}")
+    return [RoleSwap(*r) for r in rows]
+
+
+def _cosines(emb: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Unit embeddings of sentences, paraphrases, swaps (3n, d) -> cosine of each sentence with its two partners."""
+    s, p, w = emb[:n], emb[n : 2 * n], emb[2 * n :]
+    return np.sum(s * p, axis=1), np.sum(s * w, axis=1)
+
+
+def order_scores(model: MiniLM, swaps: Sequence[RoleSwap]) -> dict[str, float]:
+    """What the sentence embedding knows of word order: gap = mean 1 - cos(sentence, swapped), and how often the
+    swapped sentence is closer than the paraphrase. Also the gap of a bag of word-piece embeddings (no positions).
+    """
+    n = len(swaps)
+    texts = [r.sentence for r in swaps] + [r.paraphrase for r in swaps] + [r.swapped for r in swaps]
+    to_paraphrase, to_swap = _cosines(model.encode(texts), n)
+    ids, lengths, _ = model.tokenize(texts)
+    bag = l2_normalize(mean_pool(model.word_embeddings[ids], lengths))  # (3n, d): word pieces only, no position
+    _, bag_swap = _cosines(bag, n)
+    return {
+        "gap": float(np.mean(1 - to_swap)),
+        "swap_closer": float(np.mean(to_swap > to_paraphrase)),
+        "paraphrase_gap": float(np.mean(1 - to_paraphrase)),
+        "bag_gap": float(np.mean(1 - bag_swap)),
+    }
+
+
+def order_gap_curve(
+    model: MiniLM, swaps: Sequence[RoleSwap], order: Sequence[tuple[int, int]], counts: Sequence[int]
+) -> np.ndarray:
+    """The order gap (order_scores' gap) with the first c heads of order switched off (zero-ablation), per c."""
+    texts = [r.sentence for r in swaps] + [r.swapped for r in swaps]
+    n, out = len(swaps), []
+    with one_blas_thread():  # on two busy cores one BLAS thread is the faster (as headscores' ablations)
+        for c in counts:
+            emb = headscores.ablated_model(model, [tuple(h) for h in order[: int(c)]]).encode(texts)
+            out.append(float(np.mean(1 - np.sum(emb[:n] * emb[n:], axis=1))))
+    return np.array(out)

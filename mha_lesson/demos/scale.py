@@ -1,4 +1,4 @@
-"""Lesson 14 (Attention at scale: long sequences, the KV cache and grouped queries), on the core.
+"""Lesson 17 (Attention at scale: long sequences, the KV cache and grouped queries), on the core.
 
 What the lesson computes, as plain numpy functions its cells, explorers (widgets/scale.py) and tests call:
 the online softmax on two blocks by hand; peak memory (tracemalloc) and time of tiled against standard
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import headscores, pretrained
 from .._blas import one_blas_thread
 from .._checks import as_float_array, check_kv_heads, check_positive_int
 from ..attention import causal_mask, scaled_dot_product_attention, softmax
@@ -58,6 +59,40 @@ def online_softmax_two_blocks(scores: np.ndarray, values: np.ndarray, split: int
     forgot = (o1 + e2 @ v2) / (sum1 + e2.sum())  # old sums kept on the old shift m1, added to terms on shift m
     return {"m1": m1, "l1": sum1, "o1": o1, "m": m, "factor": math.exp(m1 - m), "l": total, "o": o,
             "result": o / total, "direct": softmax(scores) @ values, "forgot_rescale": forgot}  # fmt: skip
+
+
+# The step-through explorer's row: twelve keys in four blocks of three. The maximum rises in blocks 2 and 4 and
+# not in block 3, so the rescale factor is below 1 twice and exactly 1 once. Value j is the number j + 1, so the
+# output o / l is a weighted average of 1..12: it says which keys the query reads.
+STEP_SCORES = np.array([1.0, 2.0, 0.5, 5.0, 3.0, 1.0, 0.0, 2.5, 4.0, 6.0, 1.0, 3.0])
+STEP_VALUES = np.arange(1.0, 13.0)
+STEP_BLOCK = 3
+
+
+def online_softmax_steps(
+    scores: np.ndarray = STEP_SCORES, values: np.ndarray = STEP_VALUES, block: int = STEP_BLOCK
+) -> list[dict[str, float | int]]:
+    """One query row, scores (n,) and scalar values (n,), read `block` keys at a time: the state after each block.
+
+    Each step holds the keys read (start, stop), the block's largest score, the running max before (m_old, -inf
+    at first) and after (m), the factor exp(m_old - m) that moves the old sums onto the new shift (1 at first),
+    the sum l, the weighted sum o, and the output so far o / l.
+    """
+    scores, values = as_float_array("scores", scores), as_float_array("values", values)
+    if scores.ndim != 1 or values.shape != scores.shape:
+        raise ValueError(f"values: expected shape {scores.shape} like scores (one number per key), got {values.shape}")
+    block = check_positive_int("block", block)
+    m, total, o, steps = -math.inf, 0.0, 0.0, []
+    for start in range(0, len(scores), block):
+        s, v = scores[start : start + block], values[start : start + block]
+        m_new = max(m, float(s.max()))
+        factor = math.exp(m - m_new) if m > -math.inf else 1.0  # nothing summed yet: nothing to move
+        e = np.exp(s - m_new)  # this block's terms on the new shift
+        total, o = total * factor + float(e.sum()), o * factor + float(e @ v)
+        steps.append({"start": start, "stop": start + len(s), "block_max": float(s.max()), "m_old": m, "m": m_new,
+                      "factor": factor, "l": total, "o": o, "out": o / total})  # fmt: skip
+        m = m_new
+    return steps
 
 
 # --- 1. peak memory and time of tiled against standard attention --------------------------------------------
@@ -227,7 +262,7 @@ def pool_kv_heads(params: MHAParams, h_kv: int) -> MHAParams:
 
 
 def queries_shared(params: MHAParams) -> MHAParams:
-    """A copy whose every query head uses head 0's W^Q columns (lesson 9's 'same projection for every head')."""
+    """A copy whose every query head uses head 0's W^Q columns (lesson 11's 'same projection for every head')."""
     w_q = np.tile(params.w_q_head(0), (1, params.h))  # (d_model, h*d_k): head 0's block h times
     b_q = None if params.b_q is None else np.tile(params.b_head("b_q", 0), params.h)
     return dataclasses.replace(params, w_q=w_q, b_q=b_q)
@@ -239,6 +274,72 @@ def group_differences(weights: np.ndarray, group_size: int) -> np.ndarray:
              for g0 in range(0, len(weights), group_size)
              for i in range(g0, g0 + group_size) for j in range(i + 1, g0 + group_size)]  # fmt: skip
     return np.array(diffs)
+
+
+def aligned_causal_mask(n_q: int, n_kv: int, corner: str) -> np.ndarray:
+    """(n_q, n_kv) causal mask when queries and keys differ in number: 'top-left' or 'bottom-right' alignment.
+
+    top-left (PyTorch's is_causal, tiled_attention's causal=True): query i sees keys 0..i, as if the queries were
+    the first n_q tokens. bottom-right (FlashAttention 2.1 on, a KV cache): query i sees keys 0..i + n_kv - n_q,
+    as if the queries were the last n_q tokens, which is what a chunk of new tokens after a cached prefix is.
+    """
+    n_q, n_kv = check_positive_int("n_q", n_q), check_positive_int("n_kv", n_kv)
+    shift = {"top-left": 0, "bottom-right": n_kv - n_q}
+    if corner not in shift:
+        raise ValueError(f"corner: expected 'top-left' or 'bottom-right', got {corner!r}")
+    return np.arange(n_kv)[None, :] <= np.arange(n_q)[:, None] + shift[corner]
+
+
+def decode_chunk(prefix: np.ndarray, chunk: np.ndarray, params: MHAParams) -> np.ndarray:
+    """Cache prefix (n_p, d_model) token by token, then decode chunk (n_c, d_model): its (n_c, d_model) outputs."""
+    cache = KVCache()
+    for x_t in prefix:
+        decode_step(x_t, params, cache)
+    return np.stack([decode_step(x_t, params, cache) for x_t in chunk])
+
+
+# What GQA costs a trained model: MiniLM (12 heads per layer, 6 layers) with its key/value heads mean-pooled
+# as in section 3, on lesson 16's paraphrase retrieval (mha_lesson/data/paraphrases.tsv, 212 sentences).
+GQA_H_KV = (12, 6, 4, 3, 2, 1)
+
+
+def pooled_minilm(model: pretrained.MiniLM, h_kv: int) -> pretrained.MiniLM:
+    """A copy of MiniLM whose every layer has h_kv key/value heads, each the mean of its group (pool_kv_heads)."""
+    layers = tuple(dataclasses.replace(layer, attn=pool_kv_heads(layer.attn, h_kv)) for layer in model.layers)
+    return dataclasses.replace(model, layers=layers)
+
+
+def gqa_retrieval(
+    model: pretrained.MiniLM, h_kvs: Sequence[int] = GQA_H_KV, pairs: Sequence | None = None
+) -> dict[str, np.ndarray]:
+    """Paraphrase retrieval of MiniLM pooled to each h_kv, with no further training: arrays over h_kvs.
+
+    accuracy and margin are headscores.retrieval_accuracy and retrieval_margin (lesson 16's metric) on every
+    shipped pair (or `pairs`); cosine is the mean cosine between each sentence's embedding and the intact model's.
+    """
+    pairs = headscores.load_paraphrases() if pairs is None else list(pairs)
+    sentences = [p[-2] for p in pairs] + [p[-1] for p in pairs]
+    partner = np.concatenate([np.arange(len(pairs), 2 * len(pairs)), np.arange(len(pairs))])
+    with one_blas_thread():  # faster than two threads on a busy machine, as headscores does
+        intact = model.encode(sentences)
+        out: dict[str, list[float]] = {"accuracy": [], "margin": [], "cosine": []}
+        for h_kv in h_kvs:
+            emb = intact if h_kv == model.h else pooled_minilm(model, h_kv).encode(sentences)
+            sims = emb @ emb.T  # unit vectors: cosine similarities
+            out["accuracy"].append(float(headscores.retrieval_accuracy(sims, partner)))
+            out["margin"].append(float(headscores.retrieval_margin(sims, partner)))
+            out["cosine"].append(float(np.mean(np.sum(emb * intact, axis=-1))))
+    return {"h_kv": np.array(h_kvs), **{key: np.array(v) for key, v in out.items()}}
+
+
+# gqa_retrieval(load_minilm()) on the 106 shipped pairs: it takes 10-30 s on two busy cores, too long for the
+# lesson's run, so the lesson reads these; tests/test_lesson17_scale.py recomputes them.
+GQA_RETRIEVAL = {
+    "h_kv": np.array(GQA_H_KV),
+    "accuracy": np.array([211, 209, 209, 206, 208, 204]) / 212,  # sentences whose paraphrase is the nearest
+    "margin": np.array([0.373468, 0.258800, 0.221729, 0.206164, 0.180059, 0.162025]),
+    "cosine": np.array([1.0, 0.720684, 0.625726, 0.607233, 0.568560, 0.555543]),
+}
 
 
 # --- 4. RoPE ---------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ Embedding of token i: x_i = token part + positional part, both (d_model,) with d
 - columns 16-63 are zero: room a trained model would fill with meaning; these heads need none of it.
 The two parts sit in separate columns, so adding them equals placing them side by side, and a projection
 can read the word and the position exactly. Why one-hot positions rather than `sinusoidal_encoding`
-(positional.py, lesson 10): with a one-hot code "position i - 1" is a single direction that a query can
+(positional.py, lesson 12): with a one-hot code "position i - 1" is a single direction that a query can
 point at, so every score below is an exact small number. Sinusoidal codes pack positions into fewer
 columns, but neighbouring positions then overlap, and hand-made heads would need large gains.
 

@@ -1,11 +1,11 @@
-"""Lesson 11: Training heads from scratch. The backward pass checked step by step, the h sweep on the two-lookup
+"""Lesson 13: Training heads from scratch. The backward pass checked step by step, the h sweep on the two-lookup
 task (run once, shipped in mha_lesson/data/training_sweep.npz), where each trained head looks, and the low-rank
 bottleneck of one head's scores.
 
 The sweep trains the default two_lookups model (mha_lesson.training) for every h in SWEEP_HS and seed in
 SWEEP_SEEDS, plus a two-layer single-head model for the same seeds (the "depth instead of heads" counterpoint).
 It takes minutes, too long for a lesson, so `tests/reference/make_h_sweep.py` saves it; the lesson loads the file
-and re-runs one entry live, and tests/test_lesson11_training.py recomputes entries and compares bit for bit.
+and re-runs one entry live, and tests/test_lesson13_training.py recomputes entries and compares bit for bit.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def numeric_gradient(f: Callable[[np.ndarray], float], x: np.ndarray, eps: float
     """Central differences: d f / d x[i] ~ (f(x + eps e_i) - f(x - eps e_i)) / (2 eps), for every entry i of x.
 
     Its error is of order eps^2 (the first-order terms of the two Taylor expansions cancel) plus rounding of
-    order 1e-16 / eps; in float64 with eps = 1e-6 both are near 1e-10.
+    order 1e-16 / eps; in float64 with eps = 1e-6 these are near 1e-12 and 1e-10, so rounding dominates.
     """
     x = np.array(x, dtype=np.float64)  # a float64 copy: the caller's array is never moved
     grad = np.zeros_like(x)
@@ -356,6 +356,38 @@ def same_entry(a: SweepEntry, b: SweepEntry, steps: int | None = None) -> bool:
     return bool(same and np.array_equal(a.loss_windows[:w], b.loss_windows[:w]))
 
 
+PLATEAU = {"h": 2, "seed": 0, "steps": (0, 150, 300, 400, 450, 475, 500)}  # the frames lesson 13 shows
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Frames:
+    """One run's heads at a few steps: attention on held-out sequence 0, offset masses, held-out loss."""
+
+    steps: tuple[int, ...]
+    attention: np.ndarray  # (frames, h, n, n)
+    masses: np.ndarray  # (frames, h, 4) offset_masses of the one layer
+    loss: np.ndarray  # (frames,) held-out loss (nats, both read-outs summed)
+    losses: np.ndarray  # (last step,) training loss of every step
+
+
+def plateau_frames(
+    h: int = PLATEAU["h"], seed: int = PLATEAU["seed"], steps: Sequence[int] = PLATEAU["steps"]
+) -> Frames:
+    """Train two_lookups and keep the heads at each of `steps` (increasing, from 0): a few seconds."""
+    steps = tuple(int(s) for s in steps)
+    if not steps or steps[0] < 0 or bool(np.any(np.diff(steps) <= 0)):
+        raise ValueError(f"steps: expected increasing step numbers from 0 up, got {steps!r}")
+    trainer = training.Trainer("two_lookups", h=h, seed=seed, steps=max(steps[-1], 1))
+    rows: dict[str, list] = {"attention": [], "masses": [], "loss": []}
+    with one_blas_thread():
+        for step in steps:
+            trainer.run(step - len(trainer.losses))
+            rows["attention"].append(trainer.attention()[0])
+            rows["masses"].append(offset_masses(trainer)[0])
+            rows["loss"].append(trainer.evaluate()[0])
+    return Frames(steps, *(np.array(rows[k]) for k in ("attention", "masses", "loss")), np.array(trainer.losses))
+
+
 # --- 3. specialisation -------------------------------------------------------------------------------------------
 
 SPECIALISED = 0.5  # a head "makes" a lookup when more than half its weight goes to that offset
@@ -384,6 +416,7 @@ def division_rates(sweep: Sweep, step: int = HEADLINE) -> dict[int, float]:
 LOW_RANK_N = 16  # tokens: the two-lookup task's n, and its d_model
 LOW_RANK_DKS = (1, 2, 3, 4, 6, 8, 12, 15)  # up to n - 1, which is already exact (a row shift is free)
 FIT_STEPS = 400
+LONG_FIT_STEPS = 2000  # the width-1 comparison: five times the budget, from either start
 FIT_LR = 0.05
 LOOKUP_WEIGHT = 0.8  # a target row puts this much weight on its key and spreads the rest over the others
 
@@ -430,13 +463,15 @@ def fit_low_rank(
     mask: np.ndarray | None = None,
     steps: int = FIT_STEPS,
     lr: float = FIT_LR,
+    start: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> LowRankFit:
     """Fit softmax(U V^T) (masked) to a row-stochastic target with U, V of shape (n, d_k), by Adam on the mean KL.
 
     With d_model >= n and tokens whose vectors are linearly independent, X W^Q can be any (n, d_k) matrix, so this
     is exactly what one head of width d_k can reach. Starts from the truncated SVD of the target's centred log
     weights (the best rank-d_k scores in squared error), then descends the KL; the gradient of the mean KL with
-    respect to the scores is (softmax(S) - target) / n, row by row.
+    respect to the scores is (softmax(S) - target) / n, row by row. start: (U, V), each (n, d_k), to descend from
+    instead of the SVD (say, a hand-made construction).
     """
     target = np.asarray(target, dtype=np.float64)
     n = target.shape[0]
@@ -448,8 +483,12 @@ def fit_low_rank(
     allowed = np.ones((n, n), dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     logits = np.where(allowed, np.log(np.where(target > 0, target, 1.0)), 0.0)
     logits -= logits.sum(axis=-1, keepdims=True) / allowed.sum(axis=-1, keepdims=True)  # centre each row
-    left, sv, right = np.linalg.svd(logits)
-    flat = np.concatenate([(left[:, :d_k] * np.sqrt(sv[:d_k])).ravel(), (right[:d_k].T * np.sqrt(sv[:d_k])).ravel()])
+    if start is None:
+        left, sv, right = np.linalg.svd(logits)
+        start = (left[:, :d_k] * np.sqrt(sv[:d_k]), right[:d_k].T * np.sqrt(sv[:d_k]))
+    elif any(np.shape(a) != (n, d_k) for a in start):
+        raise ValueError(f"start: expected two ({n}, {d_k}) arrays (U, V), got shapes {[np.shape(a) for a in start]}")
+    flat = np.concatenate([np.asarray(a, dtype=np.float64).ravel() for a in start])
     u, v = flat[: n * d_k].reshape(n, d_k), flat[n * d_k :].reshape(n, d_k)  # views: Adam's updates reach them
     adam = training.Adam(flat, lr)
     for t in range(steps):
@@ -459,6 +498,21 @@ def fit_low_rank(
         adam.step(np.concatenate([(d_scores @ v).ravel(), (d_scores.T @ u).ravel()]))
     weights = gradients.masked_softmax(u @ v.T, allowed)
     return LowRankFit(d_k, u.copy(), v.copy(), weights, float(row_kl(target, weights).mean()))
+
+
+def alternating_previous_head(n: int = LOW_RANK_N, gain: float = 4.0) -> tuple[np.ndarray, np.ndarray]:
+    """A width-1 causal previous-token head by construction: (U, V), each (n, 1), scores U V^T.
+
+    Key scores v = (0, 1, -1, 2, -2, ...) alternate in sign and grow, so each new key sets a record, alternately high
+    and low; query i's weight u_i = gain * sign(v_{i-1}) (u_1 = -gain) then favours key i - 1 over every other key it
+    may see by at least `gain` in score. The largest score is gain * ceil((n - 1) / 2).
+    """
+    n = check_positive_int("n", n)
+    j = np.arange(n)
+    v = np.where(j % 2 == 1, (j + 1) // 2, -(j // 2)).astype(np.float64)  # 0, 1, -1, 2, -2, ...
+    u = gain * np.sign(np.concatenate([[0.0], v[:-1]]))  # u_i follows the sign of the key before i
+    u[: min(n, 2)] = -gain  # query 0 sees only itself; query 1 prefers v_0 = 0 over v_1 = 1 when u_1 < 0
+    return u[:, None], v[:, None]
 
 
 def kl_by_rank(target: np.ndarray, d_ks: Sequence[int] = LOW_RANK_DKS, mask: np.ndarray | None = None) -> np.ndarray:
@@ -482,25 +536,3 @@ def head_params_from_fit(fit: LowRankFit, x: np.ndarray) -> MHAParams:
     w_q[:, : fit.d_k] = pinv @ fit.u * math.sqrt(width)  # attention divides by sqrt(width) again
     w_k[:, : fit.d_k] = pinv @ fit.v
     return MHAParams(h=h, w_q=w_q, w_k=w_k, w_v=np.eye(d_model), w_o=np.eye(d_model))
-
-
-# --- 5. what a single head's read-outs answer (lesson 11, exercise 2) ----------------------------------------------
-
-
-def readout_shares(trainer: training.Trainer) -> np.ndarray:
-    """(readouts, 4): each read-out's mean probability on the token 1 back, 2 back, the current token, and the rest.
-
-    Over held-out queries t >= FIRST_QUERY whose three tokens (t, t-1, t-2) all differ, so the shares do not overlap.
-    """
-    b = trainer.held_out
-    logits, _, _ = training.forward(trainer.model, b.tokens)  # (batch, n, readouts, vocab)
-    p = np.exp(logits - logits.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
-    t = np.arange(FIRST_QUERY, trainer.config["n"])
-    tokens = [b.tokens[:, t - back] for back in (1, 2, 0)]  # each (batch, len(t))
-    distinct = (tokens[0] != tokens[1]) & (tokens[0] != tokens[2]) & (tokens[1] != tokens[2])
-    shares = np.stack(
-        [np.take_along_axis(p[:, t], tok[:, :, None, None], axis=-1)[..., 0] for tok in tokens], axis=-1
-    )  # (batch, len(t), readouts, 3)
-    mean = shares[distinct].mean(axis=0)  # (readouts, 3)
-    return np.concatenate([mean, 1 - mean.sum(axis=-1, keepdims=True)], axis=-1)

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..demos.one_head import BindingTask, best_single_head, binding_task, fit_heads, heads_output, r_squared
-from ._base import Feedback, as_array, as_label_set, as_number, right, wrong
-
-HELD_OUT_SEED = 1  # exercise 2's heads are scored on a fresh sequence, with the lesson's A and B
+from ..demos.one_head import best_single_head, binding_task, fit_heads
+from ._base import Feedback, as_label_set, as_number, right, wrong
 
 
 def check_same_map(answer: object) -> Feedback:
@@ -38,43 +34,55 @@ def check_same_map(answer: object) -> Feedback:
     )
 
 
-def held_out_task() -> BindingTask:
-    """The lesson's A and B on a fresh sequence: exercise 2's heads must fit data they were not fitted on."""
-    lesson = binding_task()
-    return BindingTask(binding_task(seed=HELD_OUT_SEED).x, lesson.a, lesson.b)
+# Exercise 2: a new sentence, and the lookups one layer needs (query -> every key it needs at the same time).
+SENTENCE = "Sara gave her brother the old book because he asked".split()
+SENTENCE_NEEDS = {
+    "gave": ("Sara", "book", "brother"),  # who gave, what, to whom
+    "her": ("Sara",),
+    "book": ("old",),
+    "he": ("brother",),
+    "asked": ("he",),
+}
 
 
-def check_two_heads(alphas: object, maps: object) -> Feedback:
-    """Exercise 2: two heads (alphas[i] on key t-1, maps[i] of shape (d, d)) that fit the binding task exactly."""
-    if alphas is None or maps is None:
-        return wrong("Replace both Nones: alphas = (α_0, α_1) and maps = (W_0, W_1).")
-    weights = as_array(alphas, "two attention weights (α_0, α_1)")
-    if isinstance(weights, Feedback):
-        return weights
-    task = held_out_task()
-    d = task.a.shape[0]
-    if weights.shape != (2,) or not np.all((weights >= 0) & (weights <= 1)):
-        return wrong(f"Expected two weights in [0, 1] (one per head, on key t-1), got {alphas!r}.")
-    try:
-        stacked = [np.asarray(w, dtype=float) for w in maps]  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        return wrong(f"Expected two ({d}, {d}) matrices (W_0, W_1), got {type(maps).__name__}.")
-    if len(stacked) != 2 or any(w.shape != (d, d) for w in stacked):
-        return wrong(f"Expected two ({d}, {d}) matrices, one map per head; got shapes {[w.shape for w in stacked]}.")
-    r2 = r_squared(task.target, heads_output(task, tuple(weights), stacked))
-    if r2 > 1 - 1e-9:
-        return right(
-            f"R² = {r2:.12f} on a sequence your maps never saw: each head looks up one token and applies its own map."
-        )
-    best = fit_heads(task, tuple(weights)).r2  # the best maps for these attention weights
-    if abs(weights[0] - weights[1]) < 1e-12:
+def fewest_heads(needs: dict[str, tuple[str, ...]] = SENTENCE_NEEDS) -> int:
+    """The fewest heads that cover every lookup with one key per query per head: the busiest query's count."""
+    return max(len(keys) for keys in needs.values())
+
+
+def check_sentence_heads(heads: object) -> Feedback:
+    """Exercise 2: a list of heads, each a dict {query: key}, covering SENTENCE_NEEDS with as few heads as possible."""
+    what = 'a list of dicts, one per head, e.g. [{"her": "Sara", "gave": "book"}, {"gave": "Sara"}]'
+    if heads is None:
+        return wrong(f"Replace None with {what}.")
+    if isinstance(heads, dict):  # one dict: the learner's single head
+        heads = [heads]
+    if not isinstance(heads, list | tuple) or not all(isinstance(h, dict) for h in heads):
+        return wrong(f"Expected {what}, got {type(heads).__name__}.")
+    covered: set[tuple[str, str]] = set()
+    for i, head in enumerate(heads):
+        for query, key in head.items():
+            if not isinstance(key, str):
+                return wrong(
+                    f"Head {i} gives {query!r} several keys ({key!r}): one row of weights would hand over a blend of "
+                    "them. Put each key of that query in a different head."
+                )
+            if key not in SENTENCE_NEEDS.get(query, ()):
+                return wrong(f"Head {i} looks up {query!r} -> {key!r}, which is not one of the needs listed.")
+            covered.add((query, key))
+    missing = [f"{q} -> {k}" for q, keys in SENTENCE_NEEDS.items() for k in keys if (q, k) not in covered]
+    if missing:
+        return wrong(f"Not covered yet: {', '.join(missing)}. Every lookup needs a head that makes it.")
+    best = fewest_heads()
+    if len(heads) > best:
         return wrong(
-            f"R² = {r2:.3f}. Both heads read the same mix, so together they are one head with map W_0 + W_1. "
-            "Let them look at different keys."
+            f"Every lookup is covered, with {len(heads)} heads. Lookups of different queries can share a head, since "
+            "each query has its own row of weights. How few heads will do?"
         )
-    if best > 1 - 1e-9:
-        return wrong(f"R² = {r2:.3f}. The heads look at usable places; now give each head the map of what it reads.")
-    return wrong(f"R² = {r2:.3f}: check which key each head reads and which of A and B belongs to that key.")
+    return right(
+        f"'gave' needs {best} values at once (who, what, to whom), so {best} heads; the other queries need one key "
+        "each and share them. The busiest query sets the number of heads, not the number of lookups."
+    )
 
 
 DIP_OPTIONS = {

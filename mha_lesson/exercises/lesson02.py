@@ -1,21 +1,21 @@
-"""Checks for lesson 2's exercises (why reduce the dimension per head): a count, a prediction, a table to read."""
+"""Checks for lesson 2's exercises (why reduce the dimension per head): a prediction, a layer's cost to read, and
+(Going deeper) a count."""
 
 from __future__ import annotations
 
 from ..cost import attention_memory_bytes, flop_count, param_count
 from ._base import Feedback, as_choices, as_number, right, wrong
 
-# Exercise 2: the layer before the change (d_model, h, n), and the new number of heads.
+# Exercise 1: the layer before the change (d_model, h, n), and the new number of heads.
 D_MODEL, H, N, NEW_H = 512, 8, 128, 16
 QUANTITIES = ("parameters", "attention flops", "softmax flops", "weight memory", "d_k")
 CHANGES = ("same", "double", "half")
-# Exercise 3: the designs behind the mystery table's columns (a fixed shuffle; the learner names them).
-DESIGNS = ("one head", "split", "naive")
-MYSTERY_COLUMNS = {"A": "split", "B": "naive", "C": "one head"}
+# Exercise 2 (diagnose): a layer whose FLOP count the learner reads; h and the design are for them to find.
+MYSTERY_D_MODEL, MYSTERY_N, MYSTERY_H, MYSTERY_SPLIT = 256, 64, 4, False
 
 
 def check_naive_params(answer: object) -> Feedback:
-    """Exercise 1: parameters of 12 full-width heads at d_model = 768, no biases."""
+    """Going deeper's optional exercise: parameters of 12 full-width heads at d_model = 768, no biases."""
     value = as_number(answer, "the number of learned weights (an integer)")
     if isinstance(value, Feedback):
         return value
@@ -32,7 +32,7 @@ def check_naive_params(answer: object) -> Feedback:
 
 
 def layer_costs(d_model: int, h: int, n: int) -> dict[str, float]:
-    """The five quantities of exercise 2 for split heads: parameters, FLOPs, weight bytes, d_k."""
+    """The five quantities of exercise 1 for split heads: parameters, FLOPs, weight bytes, d_k."""
     f = flop_count(n, n, d_model, h)
     return {
         "parameters": param_count(d_model, h),
@@ -44,7 +44,7 @@ def layer_costs(d_model: int, h: int, n: int) -> dict[str, float]:
 
 
 def predicted_changes() -> dict[str, str]:
-    """Exercise 2's answer, measured: how each quantity changes from h = 8 to h = 16 (same, double or half)."""
+    """Exercise 1's answer, measured: how each quantity changes from h = 8 to h = 16 (same, double or half)."""
     before, after = layer_costs(D_MODEL, H, N), layer_costs(D_MODEL, NEW_H, N)
     words = {1.0: "same", 2.0: "double", 0.5: "half"}
     return {q: words[after[q] / before[q]] for q in QUANTITIES}
@@ -60,7 +60,7 @@ EXERCISE_2_HINTS = {
 
 
 def check_doubling_h(answer: object) -> Feedback:
-    """Exercise 2: predict how five costs of split heads change when h goes from 8 to 16 (d_model, n fixed)."""
+    """Exercise 1: predict how five costs of split heads change when h goes from 8 to 16 (d_model, n fixed)."""
     what = f"a dict mapping each of {', '.join(map(repr, QUANTITIES))} to 'same', 'double' or 'half'"
     chosen = as_choices(answer, QUANTITIES, CHANGES, what)
     if isinstance(chosen, Feedback):
@@ -77,31 +77,37 @@ def check_doubling_h(answer: object) -> Feedback:
     return wrong(f"{len(wrong_keys)} of {len(QUANTITIES)} not yet. '{first}': {EXERCISE_2_HINTS[first]}")
 
 
-def mystery_table(d_model: int = D_MODEL, h: int = H, n: int = N) -> dict[str, dict[str, int]]:
-    """Exercise 3: {column: {part: FLOPs}} for the three designs, under the letters of MYSTERY_COLUMNS."""
-    designs = {
-        "one head": flop_count(n, n, d_model, 1),
-        "split": flop_count(n, n, d_model, h),
-        "naive": flop_count(n, n, d_model, h, split=False),
-    }
-    return {letter: designs[design] for letter, design in MYSTERY_COLUMNS.items()}
+def mystery_layer() -> dict[str, int]:
+    """Exercise 2: {part: FLOPs} of a layer with d_model = MYSTERY_D_MODEL on n = MYSTERY_N tokens, h and d_k hidden."""
+    return flop_count(MYSTERY_N, MYSTERY_N, MYSTERY_D_MODEL, MYSTERY_H, split=MYSTERY_SPLIT)
 
 
-def check_mystery_columns(answer: object) -> Feedback:
-    """Exercise 3: name the design behind each column A, B, C of mystery_table()."""
-    what = "a dict mapping 'A', 'B' and 'C' to 'one head', 'split' or 'naive'"
-    chosen = as_choices(answer, tuple(MYSTERY_COLUMNS), DESIGNS, what)
-    if isinstance(chosen, Feedback):
-        return chosen
-    if chosen == MYSTERY_COLUMNS:
-        return right(
-            "B is exactly h times C in every part: full-width heads are h copies of one head. A agrees with C in "
-            "every matrix product and differs only in the softmax, where it has as many weights as B."
-        )
-    if sorted(chosen.values()) != sorted(DESIGNS):
-        return wrong("Each design is in exactly one column: use 'one head', 'split' and 'naive' once each.")
-    if chosen["B"] != "naive":
+def check_mystery_layer(answer: object) -> Feedback:
+    """Exercise 2: the number of heads h and the head width d_k behind mystery_layer()."""
+    what = 'a dict {"h": number of heads, "d_k": width of each head}'
+    if answer is None:
+        return wrong(f"Replace None with {what}.")
+    if not isinstance(answer, dict) or set(answer) != {"h", "d_k"}:
+        return wrong(f"Expected {what}, got {answer!r}.")
+    h, d_k = as_number(answer["h"], "h, a whole number"), as_number(answer["d_k"], "d_k, a whole number")
+    if isinstance(h, Feedback):
+        return h
+    if isinstance(d_k, Feedback):
+        return d_k
+    d_k_true = MYSTERY_D_MODEL if not MYSTERY_SPLIT else MYSTERY_D_MODEL // MYSTERY_H
+    if h != MYSTERY_H:
         return wrong(
-            "One column is the same whole multiple of another in every part. Which design copies a head h times?"
+            "Start from the softmax: it costs 5 FLOPs per attention weight, and every head has its own n × n weights. "
+            "How many n × n maps does this softmax cover?"
         )
-    return wrong("A and C agree in all but one part. Which part is it, and which design has h times more of it?")
+    if d_k == MYSTERY_D_MODEL // h and d_k != d_k_true:
+        return wrong(
+            "h is right. d_k = d_model / h assumes split heads: read d_k from the scores instead, which cost "
+            "h · 2 · n² · d_k FLOPs."
+        )
+    if d_k != d_k_true:
+        return wrong("h is right. The scores cost h · 2 · n² · d_k FLOPs: solve that for d_k.")
+    return right(
+        f"{MYSTERY_H} heads of width {d_k_true} = d_model: full-width (naive) heads, so every part is {MYSTERY_H} "
+        "times one head's and the layer costs about h times a split layer. The softmax gives h away in either design."
+    )

@@ -8,7 +8,7 @@ from ._base import Feedback, as_array, as_pair, right, wrong
 
 
 def check_head_shape(answer: object) -> Feedback:
-    """Exercise 1: the shape of Q_i for n = 10 tokens, d_model = 64, h = 8."""
+    """Exercise 1 (first part): the shape of Q_i for n = 10 tokens, d_model = 64, h = 8."""
     pair = as_pair(answer, "a shape such as (3, 5)")
     if isinstance(pair, Feedback):
         return pair
@@ -23,7 +23,7 @@ def check_head_shape(answer: object) -> Feedback:
 
 
 def check_head_columns(answer: object) -> Feedback:
-    """Exercise 2: the columns (start, stop) of W^Q that belong to head i = 2 when d_model = 64, h = 8."""
+    """Exercise 1 (second part): the columns (start, stop) of W^Q that belong to head i = 2 when d_model = 64, h = 8."""
     pair = as_pair(answer, "a (start, stop) pair as in W_q[:, start:stop]")
     if isinstance(pair, Feedback):
         return pair
@@ -43,7 +43,7 @@ def head_blocks(h: int = 4, d_model: int = 16, seed: int = 3) -> np.ndarray:
 
 
 def check_w_q(w_q: object) -> Feedback:
-    """Exercise 3: one (16, 16) W^Q from head_blocks(), so that X @ W^Q gives every head's projection."""
+    """Exercise 2: one (16, 16) W^Q from head_blocks(), so that X @ W^Q gives every head's projection."""
     matrix = as_array(w_q, "one (16, 16) array built from stacked")
     if isinstance(matrix, Feedback):
         return matrix

@@ -6,14 +6,18 @@ import math
 
 import numpy as np
 
-from ..demos.toy import MAX_LEN, PREVIOUS, TOKENS, toy_embeddings, toy_params, toy_weights
+from ..attention import softmax
+from ..demos.toy import MAX_LEN, PREVIOUS, SHARP, TOKENS, toy_embeddings, toy_params, toy_weights
 from ..multihead import multi_head_attention
+from ..widgets.sharpness import MAX_GAIN, toy_scaled_scores
 from ._base import Feedback, as_number, as_whole_number, right, wrong
 
 # Exercise 1: q has variance VAR_Q per component, k has VAR_K, d_k = D_K.
 D_K, VAR_Q, VAR_K = 64, 2.0, 3.0
-# Exercise 3: the query position asked about (the second "the").
+# Extra exercise B: the query position asked about (the second "the").
 DUPLICATE_QUERY = 3
+# Exercise 2: the previous-token head's query 5 scores key 4 at SHARP * g and the other keys at 0.
+HALF_QUERY, HALF_TOLERANCE = 5, 0.005
 
 
 def check_score_variance(answer: object) -> Feedback:
@@ -37,7 +41,7 @@ def check_score_variance(answer: object) -> Feedback:
 
 
 def check_next_token_shift(shift: object) -> Feedback:
-    """Exercise 2: a matrix for toy_params(shift=...) that makes head 0 attend to the NEXT token."""
+    """Extra exercise A: a matrix for toy_params(shift=...) that makes head 0 attend to the NEXT token."""
     if shift is None:
         return wrong(f"Replace None with a ({MAX_LEN}, {MAX_LEN}) matrix, built like toy.PREVIOUS.")
     try:
@@ -63,7 +67,7 @@ def check_next_token_shift(shift: object) -> Feedback:
 
 
 def check_causal_duplicate(answer: object) -> Feedback:
-    """Exercise 3: with a causal mask, which key gets most of the duplicate-token head's weight from query 3?"""
+    """Extra exercise B: with a causal mask, which key gets most of the duplicate-token head's weight from query 3?"""
     position = as_whole_number(answer, "a key position, an integer from 0 to 10")
     if isinstance(position, Feedback):
         return position
@@ -81,3 +85,37 @@ def check_causal_duplicate(answer: object) -> Feedback:
     if position > DUPLICATE_QUERY:
         return wrong("A causal mask hides every key after the query. Look only at positions 0 to 3.")
     return wrong("The duplicate-token head looks for the same word. Which earlier token is also 'the'?")
+
+
+def check_half_gain(answer: object) -> Feedback:
+    """Exercise 2: the gain g at which the previous-token head's query 5 puts exactly half its weight on key 4."""
+    gain = as_number(answer, "a gain g")
+    if isinstance(gain, Feedback):
+        return gain
+    others = len(TOKENS) - 1  # keys scored 0, each contributing e^0 = 1 to the softmax's sum
+    expected = math.log(others) / SHARP
+    # the same row the explorer shows, at any gain (the explorer's slider stops at MAX_GAIN)
+    weight = float(softmax(gain * toy_scaled_scores()[0][HALF_QUERY])[HALF_QUERY - 1])
+    if abs(gain - expected) <= HALF_TOLERANCE:
+        return right(
+            f"at g = {gain:.3f} key 4 gets {weight:.3f}: e^(8g) = {others} balances the {others} keys scored 0 "
+            "(each contributes e^0 = 1). The gain needed grows with the number of competing keys, like ln n."
+        )
+    if math.isclose(gain, 0.0, abs_tol=1e-9) or math.isclose(gain, math.log(2) / SHARP, rel_tol=1e-3):
+        return wrong(
+            f"At that gain key 4 gets {weight:.3f}. Half means e^(8g) equals the sum of the other keys' terms: "
+            "how many keys score 0, and what is e^0?"
+        )
+    if math.isclose(gain, math.log(others), rel_tol=1e-3) or math.isclose(gain, math.log(others + 1), rel_tol=1e-3):
+        return wrong(f"At that gain key 4 gets {weight:.3f}. The score of key 4 is 8g, not g.")
+    if math.isclose(gain, math.log(others + 1) / SHARP, rel_tol=1e-3):
+        return wrong(
+            f"At that gain key 4 gets {weight:.3f}. Key 4 itself is not one of the keys scored 0: count the others."
+        )
+    if not 0 <= gain <= MAX_GAIN:
+        return wrong(f"Try a gain between 0 and {MAX_GAIN:g}: g = 0 gives every key 1/11, g = 1 the toy as built.")
+    side = "more" if weight > 0.5 else "less"
+    return wrong(
+        f"At that gain key 4 gets {weight:.3f}, {side} than half. Write the weight as e^(8g) / (e^(8g) + number of "
+        "other keys) and solve for g."
+    )

@@ -10,9 +10,9 @@ from ._base import Feedback, as_shape, right, wrong
 
 # Exercise 1: the sizes asked about.
 N, D_MODEL, H = 7, 512, 8
-# Exercise 3: two heads' outputs for one token, and their sum.
-HEAD_A = np.array([1.0, 0.0, 0.0])
-HEAD_B = np.array([0.0, 2.0, 0.0])
+# Exercise 3: a layer that averages AVG_H heads of width AVG_D_V, then multiplies by AVG_P (d_v, d_model).
+AVG_H, AVG_D_V = 3, 2
+AVG_P = np.array([[1.0, 0.0, 2.0, -1.0], [0.0, 3.0, 1.0, 0.5]])
 
 
 def check_concat_shape(answer: object) -> Feedback:
@@ -64,22 +64,36 @@ def check_recover_head(fn: object) -> Feedback:
     return right("every head came back exactly: concatenation loses nothing.")
 
 
-def check_same_sum(answer: object) -> Feedback:
-    """Exercise 3: a pair (a, b), different from (HEAD_A, HEAD_B), with the same sum a + b."""
+def check_average_map(answer: object) -> Feedback:
+    """Exercise 3: the (AVG_H * AVG_D_V, d_model) matrix w_o with concat @ w_o = mean of the heads @ AVG_P."""
     if answer is None:
-        return wrong("Replace None with a pair of arrays (a, b), each with 3 numbers.")
+        return wrong(f"Replace None with a matrix of shape ({AVG_H * AVG_D_V}, {AVG_P.shape[1]}).")
     try:
-        a, b = (np.asarray(v, dtype=float) for v in answer)  # type: ignore[union-attr]
+        w_o = np.asarray(answer, dtype=float)
     except (TypeError, ValueError):
-        return wrong(f"Expected a pair (a, b) of 3-number arrays, got {answer!r}.")
-    if a.shape != (3,) or b.shape != (3,):
-        return wrong(f"Each of a and b should hold 3 numbers, got shapes {a.shape} and {b.shape}.")
-    total = HEAD_A + HEAD_B
-    if not np.allclose(a + b, total):
-        return wrong(f"a + b = {a + b}, but the sum to match is {total}.")
-    if np.allclose(a, HEAD_A) and np.allclose(b, HEAD_B):
-        return wrong("That is the original pair. Find a different one with the same sum.")
-    return right(
-        f"a - HEAD_A = {a - HEAD_A} and b - HEAD_B = {b - HEAD_B} cancel. Whoever reads only the sum cannot tell "
-        "your pair from the original; the concatenation can."
+        return wrong(f"Expected a matrix of numbers, got {type(answer).__name__}.")
+    want_shape = (AVG_H * AVG_D_V, AVG_P.shape[1])
+    if w_o.shape != want_shape:
+        return wrong(
+            f"Expected shape {want_shape}: one row per column of the concatenation (h · d_v = {AVG_H} · {AVG_D_V}), "
+            f"one column per output feature; got {w_o.shape}."
+        )
+    # Judge by what it computes: random head outputs through both layers.
+    heads = np.random.default_rng(7).normal(size=(AVG_H, 5, AVG_D_V))  # (h, n, d_v)
+    want = heads.mean(axis=0) @ AVG_P  # (n, d_model): the colleague's layer
+    got = np.concatenate(list(heads), axis=-1) @ w_o  # (n, h*d_v) @ (h*d_v, d_model)
+    if np.allclose(got, want, atol=1e-9):
+        return right(
+            "every head's block of rows is P / h: the same block for every head, so the heads are merged before any "
+            "per-head map. A learned W^O may choose a different block for each head."
+        )
+    if np.allclose(got, AVG_H * want, atol=1e-9):
+        return wrong("That computes the sum of the heads times P. The average divides by how many heads?")
+    if np.allclose(w_o[:AVG_D_V], AVG_P) and not np.allclose(w_o[AVG_D_V:], 0):
+        return wrong("The first block is P, but not every block. An average treats every head alike.")
+    if np.allclose(w_o[:AVG_D_V], AVG_P / AVG_H) or np.allclose(w_o[:AVG_D_V], AVG_P):
+        return wrong("Head 0's block looks right. Rows i·d_v to (i+1)·d_v meet head i: what must the other blocks be?")
+    return wrong(
+        "Rows i·d_v to (i+1)·d_v of w_o meet only head i. Write mean(heads) @ P as a sum over heads: "
+        "which block does each head need?"
     )

@@ -6,18 +6,18 @@ import dataclasses
 
 import numpy as np
 
-from ..multihead import multi_head_attention
+from ..multihead import multi_head_attention, multi_head_attention_loop
 from ..projections import MHAParams, init_params
 from ._base import Feedback, as_array, as_shape, right, wrong
 
-# Exercise 1: the sizes asked about.
+# Extra exercise: the sizes asked about.
 D_MODEL, H = 512, 8
-# Exercise 2: the head to switch off.
-OFF = 2
+# Exercise 1: the factor for each head's term (head 0 off, head 1 counted twice).
+COEFFS = (0.0, 2.0, 1.0, 1.0)
 
 
 def check_block_shape(answer: object) -> Feedback:
-    """Exercise 1: shape of W^O_i, the block of W^O that reads head i, for d_model = 512, h = 8."""
+    """Extra exercise: shape of W^O_i, the block of W^O that reads head i, for d_model = 512, h = 8."""
     shape = as_shape(answer, "a shape, as a tuple like (rows, columns)")
     if isinstance(shape, Feedback):
         return shape
@@ -34,39 +34,58 @@ def check_block_shape(answer: object) -> Feedback:
 
 
 def exercise_inputs() -> tuple[np.ndarray, MHAParams]:
-    """Exercise 2's input x (6, 16) and params (d_model=16, h=4), both seeded."""
+    """Exercise 1's input x (6, 16) and params (d_model=16, h=4, d_k=4), both seeded."""
     x = np.random.default_rng(5).normal(size=(6, 16))
     return x, init_params(16, 4, seed=5)
 
 
-def check_ablation_delta(answer: object) -> Feedback:
-    """Exercise 2: out - out without head OFF, computed from the trace alone."""
-    delta = as_array(answer, "an (n, d_model) array computed from the trace and params")
-    if isinstance(delta, Feedback):
-        return delta
+def _output_with(w_o: np.ndarray) -> np.ndarray:
+    """(n, d_model): the layer on exercise_inputs() with its W^O replaced by w_o."""
     x, params = exercise_inputs()
-    out = multi_head_attention(x, x, x, params)[0]
-    expected = out - multi_head_attention(x, x, x, params.without_heads([OFF]))[0]
-    if delta.shape != expected.shape:
-        return wrong(f"Expected shape {expected.shape} (one row per token, d_model columns), got {delta.shape}.")
-    if np.allclose(delta, expected, atol=1e-10):
-        return right("switching a head off removes exactly its own term head_i W^O_i from the sum.")
-    if np.allclose(delta, -expected, atol=1e-10):
-        return wrong("Right size, opposite sign: the question asks for out minus the output without the head.")
-    if np.allclose(delta, out, atol=1e-10):
-        return wrong("That is the whole output. Which single term of the sum over heads disappears?")
-    return wrong(f"Not yet. Which head's output, times which block of W^O? (The head is {OFF}.)")
+    return multi_head_attention(x, x, x, dataclasses.replace(params, w_o=w_o))[0]
+
+
+def check_reweighted_w_o(answer: object) -> Feedback:
+    """Exercise 1: a W^O for exercise_inputs() whose output is sum_i COEFFS[i] head_i W^O_i (head 0 off, head 1 x2)."""
+    w_o = as_array(answer, "a (16, 16) matrix: the new W^O")
+    if isinstance(w_o, Feedback):
+        return w_o
+    x, params = exercise_inputs()
+    if w_o.shape != params.w_o.shape:
+        return wrong(f"Expected W^O's shape {params.w_o.shape}, got {w_o.shape}.")
+    if not np.isfinite(w_o).all():
+        return wrong("The matrix holds inf or nan: build it from params.w_o with finite numbers.")
+    _, _, trace = multi_head_attention_loop(x, x, x, params, return_trace=True)
+    terms = [head @ params.w_o_head(i) for i, head in enumerate(trace["head_i"])]  # each (n, d_model)
+    want = sum(c * t for c, t in zip(COEFFS, terms, strict=True))
+    got = _output_with(w_o)
+    if np.allclose(got, want, atol=1e-10):
+        return right(
+            "scaling block i of W^O scales head i's term head_i W^O_i and nothing else: the rows of W^O decide how "
+            "much of each head reaches the output."
+        )
+    d_k = params.d_k
+    cols = params.w_o.copy()
+    cols[:, :d_k] = 0
+    cols[:, d_k : 2 * d_k] *= 2
+    if np.allclose(w_o, cols):
+        return wrong("That changes columns of W^O: output features, not heads. Which rows of W^O meet head i?")
+    if np.allclose(got, sum(terms[1:]), atol=1e-10):
+        return wrong("Head 0 is off; now head 1's contribution must count twice.")
+    if np.allclose(got, 2 * terms[1] + sum(terms), atol=1e-10) or np.allclose(got, sum(terms) + terms[1], atol=1e-10):
+        return wrong("Head 1 counts twice; now switch head 0 off.")
+    return wrong(f"Rows i·d_k to (i+1)·d_k (d_k = {d_k}) of W^O meet head i only. Multiply each block by its factor.")
 
 
 def all_off_inputs() -> tuple[np.ndarray, MHAParams]:
-    """Exercise 3's input x (4, 8) and params (d_model=8, h=2) with an output bias b_o."""
+    """Exercise 2's input x (4, 8) and params (d_model=8, h=2) with an output bias b_o."""
     x = np.random.default_rng(6).normal(size=(4, 8))
     params = init_params(8, 2, bias=True, seed=6)
     return x, dataclasses.replace(params, b_o=np.linspace(-1.0, 1.0, 8))
 
 
 def check_all_off(answer: object) -> Feedback:
-    """Exercise 3: the output of all_off_inputs() when every head is switched off (a (4, 8) or (8,) array)."""
+    """Exercise 2: the output of all_off_inputs() when every head is switched off (a (4, 8) or (8,) array)."""
     got = as_array(answer, "an array: the output with every head switched off")
     if isinstance(got, Feedback):
         return got

@@ -1,113 +1,182 @@
-"""Checks for lesson 7's exercises, all on the worked example (the, cat, ate, fish; d_model=8, h=2)."""
+"""Exercise checks for lesson 7 (the causal mask, padding and cross-attention)."""
 
 from __future__ import annotations
 
-import dataclasses
-import math
+import numbers
 
 import numpy as np
 
-from ..attention import causal_mask
-from ..demos.examples import worked_example
-from ..multihead import multi_head_attention, multi_head_attention_loop
-from ._base import Feedback, as_label_set, as_number, right, wrong
+from ..attention import causal_mask, padding_mask
+from ..demos.connections import translation_inputs, translation_params
+from ..multihead import multi_head_attention
+from ..projections import init_params
+from ._base import Feedback, as_array, right, wrong
 
-CAT, FISH = 1, 3  # token positions in the worked example
+# --- exercise 1: which output rows change? ----------------------------------------------------------------
 
-
-def _probability(answer: object) -> float | Feedback:
-    """The answer as a float in [0, 1], or a friendly Feedback."""
-    value = as_number(answer, "your weight, a number between 0 and 1")
-    if isinstance(value, Feedback):
-        return value
-    if not 0.0 <= value <= 1.0:
-        return wrong(f"An attention weight lies between 0 and 1 (each row sums to 1); got {answer}.")
-    return value
+N_ROWS, CHANGED = 8, 3  # a sequence of 8 tokens; token 3 is replaced
+SETTINGS = ("causal", "no mask", "cross")
 
 
-def doubled_query_weight() -> float:
-    """Head 0's weight from 'cat' to 'fish' after doubling head 0's columns of W^Q."""
-    x, params = worked_example()
-    w_q = params.w_q.copy()
-    w_q[:, : params.d_k] *= 2  # head 0 owns the first d_k columns
-    _, weights = multi_head_attention(x, x, x, dataclasses.replace(params, w_q=w_q))
-    return float(weights[0, CAT, FISH])
+def changed_rows(setting: str, seed: int = 0) -> set[int]:
+    """The output rows that move (by more than 1e-12) when input row CHANGED is replaced, measured.
+
+    causal / no mask: self-attention on 8 random tokens; cross: the 8 tokens are the decoder's queries,
+    keys and values come from 5 encoder tokens that stay the same.
+    """
+    if setting not in SETTINGS:
+        raise ValueError(f"setting: expected one of {SETTINGS}, got {setting!r}")
+    rng = np.random.default_rng(seed)
+    y, encoder = rng.normal(size=(N_ROWS, 16)), rng.normal(size=(5, 16))  # (8, 16) and (5, 16)
+    y2 = y.copy()
+    y2[CHANGED] = rng.normal(size=16)
+    params = init_params(16, 2, seed=seed)
+    mask = causal_mask(N_ROWS) if setting == "causal" else None
+
+    def run(z: np.ndarray) -> np.ndarray:
+        kv = encoder if setting == "cross" else z
+        return multi_head_attention(z, kv, kv, params, mask)[0]  # (8, 16)
+
+    moved = np.abs(run(y2) - run(y)).max(axis=-1)
+    return {int(i) for i in np.flatnonzero(moved > 1e-12)}
 
 
-def check_doubled_query(answer: object) -> Feedback:
-    """Exercise 1: the weight cat -> fish in head 0 when W_0^Q is doubled."""
-    value = _probability(answer)
-    if isinstance(value, Feedback):
-        return value
-    x, params = worked_example()
-    _, before = multi_head_attention(x, x, x, params)
-    if math.isclose(value, doubled_query_weight(), abs_tol=2e-3):
-        return right(
-            "doubling the queries doubles every score, so the softmax gets sharper: 'cat' looks at 'fish' more."
-        )
-    if math.isclose(value, float(before[0, CAT, FISH]), abs_tol=2e-3):
-        return wrong("That is the weight before the change. Doubling W_0^Q doubles Q_0, and with it the scores.")
-    return wrong("Double 'cat's row of Q_0, recompute its four scaled scores, then apply the softmax to that row.")
+def _rows(value: object) -> set[int] | None:
+    """A collection of row numbers as a set of ints, or None when it is not one."""
+    if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+        return None
+    items = list(value)  # type: ignore[call-overload]
+    if not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in items):
+        return None
+    return {int(i) for i in items}
 
 
-def check_causal_weight(answer: object) -> Feedback:
-    """Exercise 2: head 0's weight from 'cat' to itself under a causal mask."""
-    value = _probability(answer)
-    if isinstance(value, Feedback):
-        return value
-    x, params = worked_example()
-    _, masked = multi_head_attention(x, x, x, params, mask=causal_mask(len(x)))
-    _, free = multi_head_attention(x, x, x, params)
-    if math.isclose(value, float(masked[0, CAT, CAT]), abs_tol=2e-3):
-        return right("with 'fish' hidden, the weight it had goes to the keys 'cat' may still see.")
-    if math.isclose(value, float(free[0, CAT, CAT]), abs_tol=2e-3):
-        return wrong("That is the weight without the mask. 'cat' (position 1) may only see positions 0 and 1.")
-    return wrong(
-        "Keep only the scaled scores of the keys 'the' and 'cat' in 'cat's row, and take the softmax of those two."
+def _row_hint(setting: str, got: set[int], truth: set[int]) -> str:
+    """The hint for one wrong setting of exercise 1."""
+    if setting == "causal":
+        if got & set(range(CHANGED)):
+            return f"causal: rows 0-{CHANGED - 1} come before token {CHANGED}; the mask hides it from them."
+        if CHANGED not in got:
+            return f"causal: row {CHANGED}'s own query changed, and query {CHANGED} may attend to itself."
+        return f"causal: every later query may attend to key {CHANGED}, so its weights and its output move."
+    if setting == "no mask":
+        return f"no mask: every query attends to every key, key {CHANGED} included."
+    if got - truth:
+        return "cross: a decoder query reads only the encoder's keys and values; the other decoder tokens never enter."
+    return f"cross: row {CHANGED}'s query changed, so its scores against the encoder change."
+
+
+def check_changed_rows(answer: object) -> Feedback:
+    """Exercise 1: {"causal": rows, "no mask": rows, "cross": rows} that change when token 3 of 8 is replaced."""
+    if answer is None:
+        return wrong('Replace None with a dict such as {"causal": [...], "no mask": [...], "cross": [...]}.')
+    if not isinstance(answer, dict) or set(answer) != set(SETTINGS):
+        return wrong(f"Expected a dict with exactly the keys {', '.join(map(repr, SETTINGS))}, got {answer!r}.")
+    hints = []
+    for setting in SETTINGS:
+        got = _rows(answer[setting])
+        if got is None or not got <= set(range(N_ROWS)):
+            return wrong(
+                f"{setting!r}: expected a list of row numbers from 0 to {N_ROWS - 1}, got {answer[setting]!r}."
+            )
+        truth = changed_rows(setting)
+        if got != truth:
+            hints.append(_row_hint(setting, got, truth))
+    if hints:
+        return wrong(" ".join(hints))
+    return right(
+        f"a causal mask lets a change reach only its own row and the later ones ({CHANGED} to {N_ROWS - 1}); "
+        "without a mask it reaches every row; in cross-attention only its own, since queries never read each other."
     )
 
 
-# Exercise 3: the intermediates a learner can name, and the change made before running the loop again.
-STAGES = ("Q", "K", "V", "scores 0", "scores 1", "weights 0", "weights 1", "head_0", "head_1", "concat", "output")
-CHANGED_HEAD = 1  # its columns of W^K are doubled
+# --- exercise 2: the mask of a left-padded decoder batch ---------------------------------------------------
+
+LENGTHS, N_PAD, H = (6, 4, 2), 6, 2  # three decoder sequences padded to 6 tokens, padding FIRST; a 2-head layer
 
 
-def _stages(trace: dict) -> dict[str, np.ndarray]:
-    """The trace of multi_head_attention_loop under the names of STAGES."""
-    named = {m: np.hstack(trace[f"{m}_i"]) for m in ("Q", "K", "V")}  # (n, d_model): every head's block
-    for i in range(len(trace["weights"])):
-        named[f"scores {i}"], named[f"weights {i}"] = trace["scores"][i], trace["weights"][i]
-        named[f"head_{i}"] = trace["head_i"][i]
-    return named | {"concat": trace["concat"], "output": trace["output"]}
+def left_padding_mask(lengths: tuple[int, ...] = LENGTHS, n: int = N_PAD) -> np.ndarray:
+    """(batch, 1, 1, n) boolean: True for the last lengths[b] keys of sequence b (its padding comes first)."""
+    return (np.arange(n) >= n - np.asarray(lengths)[:, None])[:, None, None, :]
 
 
-def changed_stages() -> set[str]:
-    """The stages whose numbers change when head CHANGED_HEAD's columns of W^K are doubled (measured)."""
-    x, params = worked_example()
-    w_k = params.w_k.copy()
-    w_k[:, CHANGED_HEAD * params.d_k : (CHANGED_HEAD + 1) * params.d_k] *= 2  # (d_model, d_k) block of head 1
-    before = _stages(multi_head_attention_loop(x, x, x, params, return_trace=True)[2])
-    after = _stages(multi_head_attention_loop(x, x, x, dataclasses.replace(params, w_k=w_k), return_trace=True)[2])
-    return {name for name in STAGES if not np.allclose(before[name], after[name], rtol=0, atol=1e-12)}
+def decoder_mask() -> np.ndarray:
+    """(3, 1, 6, 6): causal and no padded key, the mask exercise 2 asks for."""
+    return causal_mask(N_PAD) & left_padding_mask()
 
 
-def check_changed_stages(answer: object) -> Feedback:
-    """Exercise 3: which intermediates change when head 1's columns of W^K are doubled?"""
-    chosen = as_label_set(answer, STAGES, 'a set of stage names, e.g. {"Q", "scores 0"}')
-    if isinstance(chosen, Feedback):
-        return chosen
-    truth = changed_stages()
-    if chosen == truth:
-        return right(
-            "only head 1's keys change, so only its scores, weights and output do; head 0 never reads those columns. "
-            "The concatenation holds head_1, and W^O mixes it into every output feature."
+def _real_queries() -> np.ndarray:
+    """(3, 1, 6, 1) boolean: True on the rows of real (not padded) queries; padded rows may hold anything."""
+    return left_padding_mask().swapaxes(-1, -2)
+
+
+def _agrees(mask: np.ndarray, reference: np.ndarray) -> bool:
+    """True when mask equals reference on every row of a real query."""
+    return bool(np.all((mask == reference) | ~_real_queries()))
+
+
+def check_decoder_mask(mask: object) -> Feedback:
+    """Exercise 2: the self-attention mask of a decoder batch with lengths (6, 4, 2), left-padded to 6 tokens."""
+    arr = as_array(mask, "your boolean mask")
+    if isinstance(arr, Feedback):
+        return arr
+    arr = np.asarray(mask)
+    if arr.dtype != np.bool_:
+        return wrong(f"Expected a boolean mask (True = may attend), got dtype {arr.dtype}.")
+    target = (len(LENGTHS), H, N_PAD, N_PAD)
+    try:
+        arr = np.broadcast_to(arr, target)
+    except ValueError:
+        return wrong(
+            f"Shape {np.shape(mask)} does not broadcast to (batch, h, n_q, n_kv) = {target}: a 3-D mask is read "
+            "as (h, n_q, n_kv), so give each sequence's mask the shape (batch, 1, n_q, n_kv)."
         )
-    if {"Q", "V"} & chosen:
-        return wrong("Q and V are computed with W^Q and W^V, which did not change.")
-    if "K" not in chosen:
-        return wrong("The change is in W^K itself: which of Q, K, V is computed with it?")
-    if {"scores 0", "weights 0", "head_0"} & chosen:
-        return wrong("Head 0 reads only its own columns of W^K (the first d_k). Did any of them change?")
-    if "weights 1" not in chosen:
-        return wrong("Doubling head 1's keys doubles its scores. Is the softmax of doubled scores the same row?")
-    return wrong("Follow head_1 further: the concatenation holds it, and W^O mixes the concatenation into the output.")
+    causal = np.broadcast_to(causal_mask(N_PAD), target)
+    if _agrees(arr, decoder_mask()):
+        return right(
+            "the causal (6, 6) triangle & each sequence's (1, 1, 6) row of real keys: shape (3, 1, 6, 6). The padded "
+            "queries of sequences 1 and 2 may see no key at all, and get zero weights."
+        )
+    if _agrees(~arr, decoder_mask()):
+        return wrong(
+            "This mask is True where attention is forbidden (the convention of PyTorch's nn.MultiheadAttention). "
+            "Here True means may attend: flip it."
+        )
+    if _agrees(arr, causal):
+        return wrong("The causal part is right, but the padding comes first here: the real queries can still see it.")
+    if _agrees(arr, causal & padding_mask(list(LENGTHS), N_PAD)):
+        return wrong(
+            "padding_mask assumes the padding comes last; here it comes first: the real keys are the last ones."
+        )
+    if _agrees(arr, np.broadcast_to(left_padding_mask(), target)):
+        return wrong("The padding is hidden, but every query can still see the tokens after it.")
+    if _agrees(arr, causal_mask(N_PAD).T & left_padding_mask()):
+        return wrong("Your triangle is the wrong one: query i must see keys 0 to i, the lower triangle.")
+    return wrong("Build it from two parts: a causal (6, 6) mask, and a mask that hides each sequence's first tokens.")
+
+
+# --- exercise 3: make this cross-attention call work ------------------------------------------------------
+
+
+def check_cross_attention(answer: object) -> Feedback:
+    """Exercise 3: the output of cross-attention from the decoder y to the encoder x (translation example)."""
+    if isinstance(answer, tuple) and len(answer) == 2:
+        answer = answer[0]  # the (output, weights) pair: the output is what is asked for
+    out = as_array(answer, "the output of your multi_head_attention call")
+    if isinstance(out, Feedback):
+        return out
+    y, x = translation_inputs()
+    params = translation_params()
+    expected = multi_head_attention(y, x, x, params)[0]
+    if out.shape == (len(x), y.shape[1]):
+        return wrong(f"This output has {len(x)} rows, one per encoder token. Which sequence asks the questions?")
+    if out.shape != expected.shape:
+        return wrong(f"Expected one row per decoder token and d_model columns, got shape {out.shape}.")
+    if np.allclose(out, multi_head_attention(y, y, y, params)[0]):
+        return wrong("That is self-attention of the decoder on itself: keys and values come from the encoder.")
+    if not np.allclose(out, expected):
+        return wrong("The shape is right but the values are not: check which sequence feeds k and which feeds v.")
+    return right(
+        f"queries from the decoder ({len(y)} rows), keys and values from the encoder ({len(x)} rows): "
+        f"a {expected.shape} output, one row per decoder token."
+    )

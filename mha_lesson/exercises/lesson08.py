@@ -1,103 +1,113 @@
-"""Checks for lesson 8's exercises: a parameter count, a prediction about the crossover, a memory diagnosis."""
+"""Checks for lesson 8's exercises, all on the worked example (the, cat, ate, fish; d_model=8, h=2)."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 
-from .. import cost
-from ..demos import complexity as cx
-from ._base import Feedback, as_choices, as_label_set, as_number, right, wrong
+from ..attention import causal_mask
+from ..demos.examples import worked_example
+from ..multihead import multi_head_attention, multi_head_attention_loop
+from ._base import Feedback, as_label_set, as_number, right, wrong
 
-# Exercise 2: the layer (d_model, h) before each change; each change as (d_model, h, whole block?).
-D_MODEL, H = 512, 8
-CHANGES = {"h": (512, 16, False), "d_model": (1024, 8, False), "ffn": (512, 8, True)}
-FACTORS = {"about half": 0.5, "about the same": 1.0, "about double": 2.0, "about triple": 3.0}
-# Exercise 3: one layer's attention weights at this length and head count, against this much GPU memory.
-N_LONG, H_LONG, GPU_BYTES = 16_384, 16, 16e9
-FIXES = {
-    "a": ("halve h to 8 heads, d_model unchanged", {"h": 8}),
-    "b": ("halve d_model, h unchanged (so d_k halves)", {}),
-    "c": ("store the weights in float16 instead of float32", {"dtype": np.float16}),
-    "d": ("double d_k to 128 by doubling d_model, h unchanged", {}),
-}
-OPTIONS = {letter: text for letter, (text, _) in FIXES.items()}
+CAT, FISH = 1, 3  # token positions in the worked example
 
 
-def check_param_count(answer: object) -> Feedback:
-    """Exercise 1: learned numbers of one MHA layer with d_model=1280, h=20 (GPT-2 large), no biases."""
-    value = as_number(answer, "the number of parameters, a whole number")
+def _probability(answer: object) -> float | Feedback:
+    """The answer as a float in [0, 1], or a friendly Feedback."""
+    value = as_number(answer, "your weight, a number between 0 and 1")
     if isinstance(value, Feedback):
         return value
-    d, h = 1280, 20
-    if value == cost.param_count(d, h):
-        return right("4·d_model² does not depend on h: 20 heads of 64 features cost the same as 1 head of 1280.")
-    if value == cost.param_count(d, h, bias=True):
-        return wrong("That count includes the biases; this layer has none.")
-    if value == 3 * d * d:
-        return wrong("You counted W^Q, W^K and W^V; W^O is learned too.")
-    if value == cost.param_count(d, h, split=False):
-        return wrong("That is the naive design where every head is full width; here each head gets d_k = d_model/h.")
-    if value == 4 * d * (d // h):
-        return wrong("That is one head's share; the layer has h of them.")
-    return wrong("Count the four (d_model, d_model) matrices W^Q, W^K, W^V, W^O.")
+    if not 0.0 <= value <= 1.0:
+        return wrong(f"An attention weight lies between 0 and 1 (each row sums to 1); got {answer}.")
+    return value
 
 
-def crossover_factors() -> dict[str, float]:
-    """Exercise 2, measured: n* after each change divided by n* of self-attention at d_model=512, h=8."""
-    before = cx.crossover_n(D_MODEL, H)
-    after = {
-        name: (cx.block_crossover_n(d, h) if block else cx.crossover_n(d, h)) for name, (d, h, block) in CHANGES.items()
-    }
-    return {name: n_star / before for name, n_star in after.items()}
+def doubled_query_weight() -> float:
+    """Head 0's weight from 'cat' to 'fish' after doubling head 0's columns of W^Q."""
+    x, params = worked_example()
+    w_q = params.w_q.copy()
+    w_q[:, : params.d_k] *= 2  # head 0 owns the first d_k columns
+    _, weights = multi_head_attention(x, x, x, dataclasses.replace(params, w_q=w_q))
+    return float(weights[0, CAT, FISH])
 
 
-def _nearest(factor: float) -> str:
-    """The FACTORS word closest to factor, on a log scale."""
-    return min(FACTORS, key=lambda word: abs(np.log(factor / FACTORS[word])))
-
-
-EXERCISE_2_HINTS = {
-    "h": "More heads change only the softmax's 5·h·n² term. How big is it next to 4·n²·d_model?",
-    "d_model": "n* = 8·d²/(4·d + 5·h): the top grows like d², the bottom about like d.",
-    "ffn": "The feed-forward network works on each token alone: which group does its 16·n·d² join?",
-}
-
-
-def check_crossover_changes(answer: object) -> Feedback:
-    """Exercise 2: predict how n* moves when h doubles, when d_model doubles, and when the FFN is counted too."""
-    what = "a dict mapping 'h', 'd_model' and 'ffn' to 'about half', 'about the same', 'about double' or 'about triple'"
-    chosen = as_choices(answer, tuple(CHANGES), tuple(FACTORS), what)
-    if isinstance(chosen, Feedback):
-        return chosen
-    factors = crossover_factors()
-    wrong_keys = [name for name in CHANGES if chosen[name] != _nearest(factors[name])]
-    if not wrong_keys:
-        shown = ", ".join(f"{name} × {f:.2f}" for name, f in factors.items())
+def check_doubled_query(answer: object) -> Feedback:
+    """Extra exercise: the weight cat -> fish in head 0 when W_0^Q is doubled."""
+    value = _probability(answer)
+    if isinstance(value, Feedback):
+        return value
+    x, params = worked_example()
+    _, before = multi_head_attention(x, x, x, params)
+    if math.isclose(value, doubled_query_weight(), abs_tol=2e-3):
         return right(
-            f"measured: {shown}. The softmax is a small part of the n² work, so h barely moves n*; n* grows with "
-            "d_model; and the FFN triples the n work of a block while adding no n² work."
+            "doubling the queries doubles every score, so the softmax gets sharper: 'cat' looks at 'fish' more."
         )
-    return wrong(f"'{wrong_keys[0]}': {EXERCISE_2_HINTS[wrong_keys[0]]}")
+    if math.isclose(value, float(before[0, CAT, FISH]), abs_tol=2e-3):
+        return wrong("That is the weight before the change. Doubling W_0^Q doubles Q_0, and with it the scores.")
+    return wrong("Double 'cat's row of Q_0, recompute its four scaled scores, then apply the softmax to that row.")
 
 
-def weight_bytes(letter: str | None = None) -> float:
-    """Exercise 3: bytes of one layer's attention weights, as they are (None) or after fix `letter`."""
-    settings = {"h": H_LONG, "dtype": np.float32} | (FIXES[letter][1] if letter else {})
-    return float(cost.attention_memory_bytes(N_LONG, N_LONG, settings["h"], settings["dtype"]))
+def check_causal_weight(answer: object) -> Feedback:
+    """Exercise 1: head 0's weight from 'cat' to itself under a causal mask."""
+    value = _probability(answer)
+    if isinstance(value, Feedback):
+        return value
+    x, params = worked_example()
+    _, masked = multi_head_attention(x, x, x, params, mask=causal_mask(len(x)))
+    _, free = multi_head_attention(x, x, x, params)
+    if math.isclose(value, float(masked[0, CAT, CAT]), abs_tol=2e-3):
+        return right("with 'fish' hidden, the weight it had goes to the keys 'cat' may still see.")
+    if math.isclose(value, float(free[0, CAT, CAT]), abs_tol=2e-3):
+        return wrong("That is the weight without the mask. 'cat' (position 1) may only see positions 0 and 1.")
+    return wrong(
+        "Keep only the scaled scores of the keys 'the' and 'cat' in 'cat's row, and take the softmax of those two."
+    )
 
 
-def check_memory_fixes(answer: object) -> Feedback:
-    """Exercise 3: which changes make one layer's attention weights fit in GPU_BYTES?"""
-    chosen = as_label_set(answer, tuple(FIXES), 'a set of letters, e.g. {"a", "d"}')
+# Exercise 2: the intermediates a learner can name, and the change made before running the loop again.
+STAGES = ("Q", "K", "V", "scores 0", "scores 1", "weights 0", "weights 1", "head_0", "head_1", "concat", "output")
+CHANGED_HEAD = 1  # its columns of W^K are doubled
+
+
+def _stages(trace: dict) -> dict[str, np.ndarray]:
+    """The trace of multi_head_attention_loop under the names of STAGES."""
+    named = {m: np.hstack(trace[f"{m}_i"]) for m in ("Q", "K", "V")}  # (n, d_model): every head's block
+    for i in range(len(trace["weights"])):
+        named[f"scores {i}"], named[f"weights {i}"] = trace["scores"][i], trace["weights"][i]
+        named[f"head_{i}"] = trace["head_i"][i]
+    return named | {"concat": trace["concat"], "output": trace["output"]}
+
+
+def changed_stages() -> set[str]:
+    """The stages whose numbers change when head CHANGED_HEAD's columns of W^K are doubled (measured)."""
+    x, params = worked_example()
+    w_k = params.w_k.copy()
+    w_k[:, CHANGED_HEAD * params.d_k : (CHANGED_HEAD + 1) * params.d_k] *= 2  # (d_model, d_k) block of head 1
+    before = _stages(multi_head_attention_loop(x, x, x, params, return_trace=True)[2])
+    after = _stages(multi_head_attention_loop(x, x, x, dataclasses.replace(params, w_k=w_k), return_trace=True)[2])
+    return {name for name in STAGES if not np.allclose(before[name], after[name], rtol=0, atol=1e-12)}
+
+
+def check_changed_stages(answer: object) -> Feedback:
+    """Exercise 2: which intermediates change when head 1's columns of W^K are doubled?"""
+    chosen = as_label_set(answer, STAGES, 'a set of stage names, e.g. {"Q", "scores 0"}')
     if isinstance(chosen, Feedback):
         return chosen
-    truth = {letter for letter in FIXES if weight_bytes(letter) <= GPU_BYTES}
+    truth = changed_stages()
     if chosen == truth:
         return right(
-            "the weights are h·n² numbers of a few bytes: fewer heads or fewer bytes per number help, while the "
-            "head width d_k (and d_model with it) never enters. Only a kernel that never stores the n × n maps "
-            "(the FlashAttention remark in section 6) escapes the n² itself."
+            "only head 1's keys change, so only its scores, weights and output do; head 0 never reads those columns. "
+            "The concatenation holds head_1, and W^O mixes it into every output feature."
         )
-    if chosen - truth:
-        return wrong("One of your choices does not change h·n²·(bytes per number). Does d_model or d_k appear in it?")
-    return wrong("A fix is missing: which of h, n and the bytes per number can you change here?")
+    if {"Q", "V"} & chosen:
+        return wrong("Q and V are computed with W^Q and W^V, which did not change.")
+    if "K" not in chosen:
+        return wrong("The change is in W^K itself: which of Q, K, V is computed with it?")
+    if {"scores 0", "weights 0", "head_0"} & chosen:
+        return wrong("Head 0 reads only its own columns of W^K (the first d_k). Did any of them change?")
+    if "weights 1" not in chosen:
+        return wrong("Doubling head 1's keys doubles its scores. Is the softmax of doubled scores the same row?")
+    return wrong("Follow head_1 further: the concatenation holds it, and W^O mixes the concatenation into the output.")

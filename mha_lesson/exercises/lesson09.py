@@ -1,98 +1,368 @@
-"""Exercise checks for lesson 9 (common mistakes)."""
+"""The capstone checks of lesson 9: the learner's own multi-head attention against the library's, in three stages.
+
+check_attention(fn): one head's scaled dot-product attention, fn(Q, K, V, mask) -> (out, weights), against
+mha.scaled_dot_product_attention on HEAD_CASES. check_split_merge(split, merge): the heads' split and merge against
+mha.split_heads and mha.merge_heads. check_capstone(fn): the whole layer, fn(q, k, v, params, mask), on CASES
+(simplest first: random shapes, one head and many, a causal mask, a padded batch, a batch with causal and padding
+masks, cross-attention alone and in a padded batch, a query that may see no key) against mha.multi_head_attention.
+Each names the first case that fails and, when the result equals that of a known mistake (the scale, the mask, the
+head split, W^O, ...), says which.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 
 import numpy as np
 
-from ..attention import causal_mask, scaled_dot_product_attention
-from ..demos.mistakes import MISTAKES, check_causal
+from ..attention import causal_mask, padding_mask, scaled_dot_product_attention, softmax
 from ..heads import merge_heads, split_heads
-from ..projections import MHAParams
+from ..multihead import multi_head_attention
+from ..projections import MHAParams, init_params
 from ._base import Feedback, right, wrong
 
-# Exercise 1: a decoder whose training loss falls suspiciously fast but which writes nonsense when it generates.
-SYMPTOM_HINTS = {
-    "mask_after_softmax": "that mistake leaves rows summing to less than 1, and here every row sums to 1.",
-    "no_scale": "a missing scale saturates the softmax but hides no future token: generation would still work.",
-    "wrong_axis": "with the softmax over queries the rows would not sum to 1, and here they do.",
-    "reshape_only": "that one mixes tokens across heads; the clue here is about which tokens a position can see.",
-    "naive_softmax": "an overflowing softmax gives NaN, not a loss that falls too fast.",
-    "flipped_mask": "a flipped causal mask does show the future, but it hides every key from the last query: that "
-    "row would sum to 0 (NaN in PyTorch), and here every row sums to 1.",
-    "scale_d_model": "too small a scale makes the softmax too flat, but it hides no future token.",
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One call of the learner's function: its name and the arguments (q, k, v, params, mask)."""
+
+    name: str
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    params: MHAParams
+    mask: np.ndarray | None = None
+
+
+def _self(name: str, n: int, d_model: int, h: int, seed: int, mask: np.ndarray | None = None) -> Case:
+    """A self-attention case on n random tokens (bias-free Glorot weights; q = k = v = x)."""
+    x = np.random.default_rng(seed).normal(size=(n, d_model))  # (n, d_model)
+    return Case(name, x, x, x, init_params(d_model, h, seed=seed), mask)
+
+
+def _cases() -> list[Case]:
+    """The capstone's cases, simplest first, each with its own seed."""
+    batch = np.random.default_rng(5).normal(size=(3, 5, 8))  # (batch, n, d_model): three sequences of 5 tokens
+    decoders = np.random.default_rng(9).normal(size=(2, 6, 8))  # two decoder sequences of 6 tokens
+    decoder, encoder = np.random.default_rng(6).normal(size=(4, 8)), np.random.default_rng(7).normal(size=(6, 8))
+    encoders = np.random.default_rng(10).normal(size=(2, 7, 8))  # two encoder sequences, padded to 7 tokens
+    blind = causal_mask(5)
+    blind[2] = False  # query 2 may see no key at all
+    return [
+        _self("self-attention, 5 tokens, d_model = 8, h = 2", 5, 8, 2, seed=1),
+        _self("one head, d_model = 6", 4, 6, 1, seed=2),
+        _self("many narrow heads, d_model = 12, h = 4", 7, 12, 4, seed=3),
+        _self("causal mask (True = may attend)", 6, 8, 2, seed=4, mask=causal_mask(6)),
+        Case(
+            "a batch of 3 sequences with a padding mask of shape (3, 1, 1, 5)",
+            batch,
+            batch,
+            batch,
+            init_params(8, 2, seed=5),
+            padding_mask([5, 3, 1], 5),
+        ),
+        Case(
+            "a batch of 2 with causal and padding masks, (6, 6) & (2, 1, 1, 6)",
+            decoders,
+            decoders,
+            decoders,
+            init_params(8, 2, seed=9),
+            causal_mask(6) & padding_mask([6, 4], 6),
+        ),
+        Case("cross-attention: 4 queries, 6 keys and values", decoder, encoder, encoder, init_params(8, 2, seed=6)),
+        Case(
+            "cross-attention in a batch of 2: 6 queries, 7 padded keys, mask (2, 1, 1, 7)",
+            decoders,
+            encoders,
+            encoders,
+            init_params(8, 4, seed=10),
+            padding_mask([7, 3], 7),
+        ),
+        _self("a query that may see no key (row 2 of the mask all False)", 5, 8, 2, seed=8, mask=blind),
+    ]
+
+
+CASES = _cases()
+
+
+# --- known mistakes, written out so that a failing case can be explained -----------------------------------------
+def _variant(
+    case: Case,
+    *,
+    scale: str = "d_k",
+    mask_mode: str = "-inf",
+    axis: int = -1,
+    split_transpose: bool = True,
+    merge_transpose: bool = True,
+    w_o: bool = True,
+    kv_from_q: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """multi-head attention on case with one deliberate change; the defaults give the correct result."""
+    p = case.params
+    h, d_k = p.h, p.d_k
+    k, v = (case.q, case.q) if kv_from_q else (case.k, case.v)
+
+    def split(x: np.ndarray) -> np.ndarray:  # (..., n, d_model) -> (..., h, n, d_k)
+        if split_transpose:
+            return x.reshape(*x.shape[:-1], h, d_k).swapaxes(-3, -2)
+        return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)  # the reshape-only mistake: heads of tokens
+
+    Q, K, V = split(case.q @ p.w_q), split(k @ p.w_k), split(v @ p.w_v)
+    divisor = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(p.d_model), "none": 1.0}[scale]
+    scores = Q @ K.swapaxes(-1, -2) / divisor  # (..., h, n_q, n_kv)
+    if case.mask is not None and mask_mode != "ignored":
+        allowed = ~case.mask if mask_mode == "flipped" else case.mask
+        scores = scores * allowed if mask_mode == "zero" else np.where(allowed, scores, -np.inf)
+    weights = softmax(scores, axis=axis)
+    heads = weights @ V  # (..., h, n_q, d_k)
+    if merge_transpose:
+        concat = heads.swapaxes(-3, -2).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)  # (..., n_q, d_model)
+    else:
+        concat = heads.reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)  # the mirror image: tokens mixed
+    return (concat @ p.w_o if w_o else concat), weights
+
+
+MISTAKES: dict[str, tuple[dict, str]] = {
+    "no scale": ({"scale": "none"}, "the scores are not divided by √d_k."),
+    "√d_model": ({"scale": "d_model"}, "each head divides by √d_model; its dot products have d_k terms: use √d_k."),
+    "flipped mask": (
+        {"mask_mode": "flipped"},
+        "the mask is read the wrong way round: here True means the key may be attended to.",
+    ),
+    "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
+    "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
+    "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
+    "reshape only": (
+        {"split_transpose": False},
+        "the heads are split with a reshape alone: reshape to (..., n, h, d_k), then swap the n and h axes.",
+    ),
+    "reshape only, both ways": (
+        {"split_transpose": False, "merge_transpose": False},
+        "the heads are split and merged with a reshape alone: a head must be a block of features, not of tokens.",
+    ),
+    "merge by reshape": (
+        {"merge_transpose": False},
+        "the heads are merged with a reshape alone: swap the h and n axes back before merging them.",
+    ),
+    "no W^O": ({"w_o": False}, "the concatenated heads are returned without the output projection W^O."),
+    "keys from q": ({"kv_from_q": True}, "keys and values must come from k and v, not from q."),
 }
 
 
-def _mistake_name(answer: object, what: str) -> str | Feedback:
-    """The answer as one of MISTAKES' names (case and spaces ignored), or a friendly wrong()."""
-    if answer is None:
-        return wrong(f"Replace None with {what}.")
-    name = answer.strip().lower() if isinstance(answer, str) else None
-    if name not in MISTAKES:
-        return wrong(f"Use one of the registry's names: {', '.join(MISTAKES)}.")
-    return name
+def _matches(got: tuple[np.ndarray, np.ndarray], want: tuple[np.ndarray, np.ndarray]) -> bool:
+    """True when output and weights agree in shape and value (NaN never agrees)."""
+    return all(g.shape == w.shape and np.allclose(g, w, rtol=1e-6, atol=1e-9) for g, w in zip(got, want, strict=True))
 
 
-def check_symptom(answer: object) -> Feedback:
-    """Exercise 1: which mistake lets a decoder read the future (rows sum to 1, training loss too good)?"""
-    name = _mistake_name(answer, "the name of a mistake, as a string, e.g. 'no_scale'")
-    if isinstance(name, Feedback):
-        return name
-    if name == "mask_with_zero":
-        return right(
-            "a score of 0 still gets weight exp(0) > 0, so every position sees later tokens during training "
-            "(easy to predict the next token when you can read it) and loses them at generation time."
-        )
-    return wrong(SYMPTOM_HINTS.get(name, "that mistake does not let a position read later tokens. Which ones do?"))
+def diagnose(case: Case, got: tuple[np.ndarray, np.ndarray]) -> str | None:
+    """The explanation of the known mistake whose result on case equals got, or None."""
+    for changes, explanation in MISTAKES.values():
+        with np.errstate(all="ignore"):
+            variant = _variant(case, **changes)
+        if _matches(got, variant):
+            return explanation
+    return None
 
 
-def check_fixed_masking(fn: Callable | None) -> Feedback:
-    """Exercise 2: a masked attention fn(q, k, v, mask) that passes check_causal and matches the core."""
-    if fn is None:
-        return wrong("Replace None with your function, e.g. my_masked_attention (without calling it).")
-    if not callable(fn):
-        return wrong(f"Expected a function taking (q, k, v, mask), got a {type(fn).__name__}.")
+# --- the check -------------------------------------------------------------------------------------------------
+def _as_pair(result: object) -> tuple[np.ndarray, np.ndarray] | str:
+    """The function's result as (output, weights) float arrays, or what is wrong with it."""
+    if not isinstance(result, tuple | list) or len(result) != 2:
+        return f"returned {type(result).__name__}; return a pair (output, weights), as mha.multi_head_attention does"
     try:
-        result = check_causal(fn)
-        rng = np.random.default_rng(80)
-        q, k, v = rng.normal(size=(3, 6, 4))  # each (n=6, d_k=4)
-        mask = causal_mask(6)
-        out, weights = fn(q, k, v, mask)
+        return tuple(np.asarray(a, dtype=float) for a in result)  # type: ignore[return-value]
+    except (TypeError, ValueError):
+        return "returned something that is not two arrays of numbers"
+
+
+def _difference(name: str, got: np.ndarray, want: np.ndarray) -> str:
+    """One phrase on how two arrays differ: shape, NaN, or the largest difference and where."""
+    if got.shape != want.shape:
+        return f"{name}: shape {got.shape}, expected {want.shape}"
+    if not np.isfinite(got).all():
+        return f"{name}: NaN or inf"
+    where = np.unravel_index(np.abs(got - want).argmax(), got.shape)
+    return f"{name}: off by up to {np.abs(got - want).max():.3g} (at index {tuple(int(i) for i in where)})"
+
+
+def check_case(fn: Callable, case: Case) -> str | None:
+    """None when fn agrees with the library on case, else a sentence saying how it does not."""
+    want = multi_head_attention(case.q, case.k, case.v, case.params, case.mask)
+    try:
+        with np.errstate(all="ignore"):  # a NaN is reported as a difference, not printed as a warning
+            result = fn(case.q.copy(), case.k.copy(), case.v.copy(), case.params, case.mask)
     except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-        return wrong(f"Your function raised {type(exc).__name__}: {exc}")
-    if not result.passed:
-        return wrong(f"{result.symptom}. Which score value makes exp() exactly 0?")
-    ref_out, ref_w = scaled_dot_product_attention(q, k, v, mask)
-    if np.shape(weights) != ref_w.shape or not np.allclose(weights, ref_w):
-        return wrong("The mask works, but the weights differ from softmax(q kᵀ / √d_k): check the scale.")
-    if np.shape(out) != ref_out.shape or not np.allclose(out, ref_out):
-        return wrong("The weights are right but the output is not: multiply the weights by v.")
-    return right("future keys get exactly 0 and the allowed ones share the whole unit.")
+        return f"it raised {type(exc).__name__}: {exc}"
+    got = _as_pair(result)
+    if isinstance(got, str):
+        return got
+    if _matches(got, want):
+        return None
+    names = ("output", "weights")
+    problems = [_difference(n, g, w) for n, g, w in zip(names, got, want, strict=True) if not _matches((g,), (w,))]
+    explanation = diagnose(case, got)
+    if explanation is None and not np.isfinite(got[1]).all() and case.mask is not None:
+        explanation = "a query whose keys are all masked gets NaN weights: give it zero weights, as mha.softmax does."
+    return "; ".join(problems) + (f". Likely: {explanation}" if explanation else ".")
 
 
-def mystery_mha(q: np.ndarray, k: np.ndarray, v: np.ndarray, params: MHAParams) -> tuple[np.ndarray, np.ndarray]:
-    """Exercise 3: multi-head attention with one of the lesson's mistakes in it. Which one?"""
-    Q, K, V = (split_heads(x @ w, params.h) for x, w in ((q, params.w_q), (k, params.w_k), (v, params.w_v)))
-    heads, maps = [], []
-    for i in reversed(range(params.h)):  # last head first
-        head, w = scaled_dot_product_attention(Q[i], K[i], V[i])
-        heads.append(head)
-        maps.append(w)
-    return merge_heads(np.stack(heads)) @ params.w_o, np.stack(maps[::-1])
+def check_capstone(fn: object) -> Feedback:
+    """The capstone: fn(q, k, v, params, mask) must match mha.multi_head_attention on every case of CASES."""
+    if fn is None:
+        return wrong("Replace None with your function, e.g. my_multi_head_attention (the name, without calling it).")
+    if not callable(fn):
+        return wrong(f"Expected a function taking (q, k, v, params, mask), got {type(fn).__name__!r}.")
+    for i, case in enumerate(CASES, start=1):
+        problem = check_case(fn, case)
+        if problem is not None:
+            return wrong(f"case {i} of {len(CASES)}, {case.name}: {problem}")
+    return right(
+        f"all {len(CASES)} cases match mha.multi_head_attention: one head and many, causal and padding masks, "
+        "batches, cross-attention and a query with nothing to see. That is the whole layer, from scratch."
+    )
 
 
-def check_mystery(answer: object) -> Feedback:
-    """Exercise 3: the name of the mistake in mystery_mha."""
-    name = _mistake_name(answer, "the name of a mistake, as a string: run the checks on mystery_mha first")
-    if isinstance(name, Feedback):
-        return name
-    if name == "concat_order":
-        return right(
-            "the heads are computed last to first and concatenated in that order, so W^O's block 0 reads "
-            "head h-1. Nothing crashes and every shape is right; only the head-block check notices."
+# --- stage 1: one head ----------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadCase:
+    """One call of the learner's attention function: its name and the arguments (Q, K, V, mask)."""
+
+    name: str
+    q: np.ndarray
+    k: np.ndarray
+    v: np.ndarray
+    mask: np.ndarray | None = None
+
+
+def _head_cases() -> list[HeadCase]:
+    """Stage 1's cases, simplest first: (..., n_q, d_k) queries against (..., n_kv, d_k) keys and values."""
+    rng = np.random.default_rng(20)
+    q, k, v = rng.normal(size=(3, 5, 4))  # each (5, 4): 5 tokens, d_k = 4
+    q2, k2, v2 = rng.normal(size=(4, 4)), rng.normal(size=(6, 4)), rng.normal(size=(6, 4))
+    qh, kh, vh = rng.normal(size=(3, 2, 5, 4))  # each (2, 5, 4): a stack of 2 heads
+    blind = causal_mask(5)
+    blind[3] = False  # query 3 may see no key at all
+    return [
+        HeadCase("one head, 5 tokens, d_k = 4", q, k, v),
+        HeadCase("4 queries, 6 keys and values", q2, k2, v2),
+        HeadCase("a stack of 2 heads, (2, 5, 4), with a causal mask (5, 5)", qh, kh, vh, causal_mask(5)),
+        HeadCase("a query that may see no key (row 3 of the mask all False)", q, k, v, blind),
+    ]
+
+
+HEAD_CASES = _head_cases()
+
+
+def _head_variant(case: HeadCase, *, scale: bool = True, mask_mode: str = "-inf", axis: int = -1) -> tuple:
+    """One head's attention on case with one deliberate change; the defaults give the correct result."""
+    scores = case.q @ case.k.swapaxes(-1, -2) / (math.sqrt(case.q.shape[-1]) if scale else 1.0)
+    if case.mask is not None and mask_mode != "ignored":
+        allowed = ~case.mask if mask_mode == "flipped" else case.mask
+        scores = scores * allowed if mask_mode == "zero" else np.where(allowed, scores, -np.inf)
+    weights = softmax(scores, axis=axis)
+    return weights @ case.v, weights
+
+
+HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
+    "no scale": ({"scale": False}, "the scores are not divided by √d_k."),
+    "flipped mask": ({"mask_mode": "flipped"}, "the mask is read the wrong way round: True means may attend."),
+    "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
+    "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
+    "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
+}
+
+
+def _compare(fn: Callable, args: tuple, want: tuple, diagnose_fn: Callable[[tuple], str | None]) -> str | None:
+    """None when fn(*args) returns a pair equal to want, else a sentence saying how it differs."""
+    try:
+        with np.errstate(all="ignore"):  # a NaN is reported as a difference, not printed as a warning
+            result = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
+    except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
+        return f"it raised {type(exc).__name__}: {exc}"
+    got = _as_pair(result)
+    if isinstance(got, str):
+        return got
+    if _matches(got, want):
+        return None
+    names = ("output", "weights")
+    problems = [_difference(n, g, w) for n, g, w in zip(names, got, want, strict=True) if not _matches((g,), (w,))]
+    explanation = diagnose_fn(got)
+    if explanation is None and not np.isfinite(got[1]).all():
+        explanation = "a query whose keys are all masked gets NaN weights: give it zero weights, as mha.softmax does."
+    return "; ".join(problems) + (f". Likely: {explanation}" if explanation else ".")
+
+
+def check_attention(fn: object) -> Feedback:
+    """Stage 1: fn(Q, K, V, mask) must match mha.scaled_dot_product_attention on every case of HEAD_CASES."""
+    if fn is None:
+        return wrong("Replace None with your function, e.g. my_attention (the name, without calling it).")
+    if not callable(fn):
+        return wrong(f"Expected a function taking (Q, K, V, mask), got {type(fn).__name__!r}.")
+    for i, case in enumerate(HEAD_CASES, start=1):
+        want = scaled_dot_product_attention(case.q, case.k, case.v, case.mask)
+
+        def diagnose_head(got: tuple, case: HeadCase = case) -> str | None:
+            for changes, explanation in HEAD_MISTAKES.values():
+                with np.errstate(all="ignore"):
+                    if _matches(got, _head_variant(case, **changes)):
+                        return explanation
+            return None
+
+        problem = _compare(fn, (case.q, case.k, case.v, case.mask), want, diagnose_head)
+        if problem is not None:
+            return wrong(f"case {i} of {len(HEAD_CASES)}, {case.name}: {problem}")
+    return right(
+        f"all {len(HEAD_CASES)} cases match mha.scaled_dot_product_attention: one head, n_q ≠ n_kv, a stack of "
+        "heads with a mask, and a query with nothing to see. That is step 3."
+    )
+
+
+# --- stage 2: split and merge the heads --------------------------------------------------------------------
+
+SPLIT_CASES = (
+    ("one sequence: (5, 8) into h = 2 heads", np.arange(40.0).reshape(5, 8), 2),
+    ("a batch: (3, 5, 12) into h = 4 heads", np.arange(180.0).reshape(3, 5, 12), 4),
+)
+
+
+def check_split_merge(split: object, merge: object) -> Feedback:
+    """Stage 2: split(x, h) must equal mha.split_heads(x, h) and merge(split(x, h)) must give x back, on SPLIT_CASES."""
+    if split is None or merge is None:
+        return wrong(
+            "Replace None with your two functions, e.g. my_split and my_merge (the names, without calling them)."
         )
-    return wrong(
-        f"Run MISTAKES['{name}'].check(mystery_mha): does it fail? Try every check that takes (q, k, v, params)."
+    for fn, name in ((split, "split"), (merge, "merge")):
+        if not callable(fn):
+            return wrong(f"Expected {name} to be a function, got {type(fn).__name__!r}.")
+    for i, (label, x, h) in enumerate(SPLIT_CASES, start=1):
+        where = f"case {i} of {len(SPLIT_CASES)}, {label}"
+        want = split_heads(x, h)  # (..., h, n, d_k)
+        try:
+            got = np.asarray(split(x.copy(), h), dtype=float)
+        except Exception as exc:  # the learner's code may fail in any way: report it
+            return wrong(f"{where}: split raised {type(exc).__name__}: {exc}")
+        if got.shape != want.shape:
+            return wrong(f"{where}: split gave shape {got.shape}, expected (..., h, n, d_k) = {want.shape}.")
+        if not np.array_equal(got, want):
+            if np.array_equal(got, x.reshape(want.shape)):
+                return wrong(
+                    f"{where}: split reshapes alone, so head 0 holds whole rows of the first tokens. Reshape to "
+                    "(..., n, h, d_k), then swap the n and h axes."
+                )
+            return wrong(f"{where}: split has the right shape but head i must hold columns i·d_k to (i+1)·d_k.")
+        try:
+            back = np.asarray(merge(want.copy()), dtype=float)
+        except Exception as exc:  # the learner's code may fail in any way: report it
+            return wrong(f"{where}: merge raised {type(exc).__name__}: {exc}")
+        if not np.array_equal(back, merge_heads(want)):
+            if back.shape == x.shape and np.array_equal(back, want.reshape(x.shape)):
+                return wrong(f"{where}: merge reshapes alone and mixes tokens: swap the h and n axes back first.")
+            return wrong(f"{where}: merge gave shape {back.shape}; it must give x back, shape {x.shape}.")
+    return right(
+        "split gives head i columns i·d_k to (i+1)·d_k of every token, and merge lays them side by side again "
+        "(steps 2 and 4). A round trip alone would not show it: a reshape-only split and merge undo each other."
     )

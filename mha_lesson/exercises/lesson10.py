@@ -1,115 +1,103 @@
-"""Exercise checks for lesson 10 (connections)."""
+"""Checks for lesson 10's exercises: a parameter count, a prediction about the crossover, a memory diagnosis."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from ..attention import causal_mask
-from ..demos.connections import permutation_errors, sinusoidal_part, translation_inputs, translation_params
-from ..demos.toy import TOKENS, token_part
-from ..encoder import encoder_layer, init_encoder_layer
-from ..multihead import multi_head_attention
-from ..projections import init_params
-from ._base import Feedback, as_array, as_whole_number, right, wrong
+from .. import cost
+from ..demos import complexity as cx
+from ._base import Feedback, as_choices, as_label_set, as_number, right, wrong
 
-N_CAUSAL = len(TOKENS)  # exercise 2 asks about the toy sentence
-
-
-def check_cross_attention(answer: object) -> Feedback:
-    """Exercise 1: the output of cross-attention from the decoder y to the encoder x (translation example)."""
-    if isinstance(answer, tuple) and len(answer) == 2:
-        answer = answer[0]  # the (output, weights) pair: the output is what is asked for
-    out = as_array(answer, "the output of your multi_head_attention call")
-    if isinstance(out, Feedback):
-        return out
-    y, x = translation_inputs()
-    params = translation_params()
-    expected = multi_head_attention(y, x, x, params)[0]
-    if out.shape == (len(x), y.shape[1]):
-        return wrong(f"This output has {len(x)} rows, one per encoder token. Which sequence asks the questions?")
-    if out.shape != expected.shape:
-        return wrong(f"Expected one row per decoder token and d_model columns, got shape {out.shape}.")
-    if np.allclose(out, multi_head_attention(y, y, y, params)[0]):
-        return wrong("That is self-attention of the decoder on itself: keys and values come from the encoder.")
-    if not np.allclose(out, expected):
-        return wrong("The shape is right but the values are not: check which sequence feeds k and which feeds v.")
-    return right(
-        f"queries from the decoder ({len(y)} rows), keys and values from the encoder ({len(x)} rows): "
-        f"a {expected.shape} output, one row per decoder token."
-    )
+# Exercise 2: the layer (d_model, h) before each change; each change as (d_model, h, whole block?).
+D_MODEL, H = 512, 8
+CHANGES = {"h": (512, 16, False), "d_model": (1024, 8, False), "ffn": (512, 8, True)}
+FACTORS = {"about half": 0.5, "about the same": 1.0, "about double": 2.0, "about triple": 3.0}
+# Exercise 3: one layer's attention weights at this length and head count, against this much GPU memory.
+N_LONG, H_LONG, GPU_BYTES = 16_384, 16, 16e9
+FIXES = {
+    "a": ("halve h to 8 heads, d_model unchanged", {"h": 8}),
+    "b": ("halve d_model, h unchanged (so d_k halves)", {}),
+    "c": ("store the weights in float16 instead of float32", {"dtype": np.float16}),
+    "d": ("double d_k to 128 by doubling d_model, h unchanged", {}),
+}
+OPTIONS = {letter: text for letter, (text, _) in FIXES.items()}
 
 
-def check_causal_count(answer: object) -> Feedback:
-    """Exercise 2: how many (query, key) pairs a causal mask allows for the toy sentence."""
-    count = as_whole_number(answer, "the number of query-key pairs the mask allows")
-    if isinstance(count, Feedback):
-        return count
-    allowed = int(causal_mask(N_CAUSAL).sum())
-    n = N_CAUSAL
-    if count == allowed:
-        return right(f"n(n+1)/2 = {allowed}: a little more than half of the {n * n} pairs.")
-    if count == n * n:
-        return wrong("That counts every pair; the mask hides the keys after each query.")
-    if count == n * (n - 1) // 2:
-        return wrong("Close: a query may also attend to its own position.")
-    return wrong("Count row by row: query i may attend to keys 0, 1, ..., i.")
+def check_param_count(answer: object) -> Feedback:
+    """Exercise 1: learned numbers of one MHA layer with d_model=1280, h=20 (GPT-2 large), no biases."""
+    value = as_number(answer, "the number of parameters, a whole number")
+    if isinstance(value, Feedback):
+        return value
+    d, h = 1280, 20
+    if value == cost.param_count(d, h):
+        return right("4·d_model² does not depend on h: 20 heads of 64 features cost the same as 1 head of 1280.")
+    if value == cost.param_count(d, h, bias=True):
+        return wrong("That count includes the biases; this layer has none.")
+    if value == 3 * d * d:
+        return wrong("You counted W^Q, W^K and W^V; W^O is learned too.")
+    if value == cost.param_count(d, h, split=False):
+        return wrong("That is the naive design where every head is full width; here each head gets d_k = d_model/h.")
+    if value == 4 * d * (d // h):
+        return wrong("That is one head's share; the layer has h of them.")
+    return wrong("Count the four (d_model, d_model) matrices W^Q, W^K, W^V, W^O.")
 
 
-def _options() -> dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], np.ndarray | None]]:
-    """Exercise 3's choices: (description, layer, positions added to the words or None)."""
-    params = init_params(64, 4, seed=0)
-    layer = init_encoder_layer(64, 4, seed=0)
-    n = len(TOKENS)
-    pe = sinusoidal_part(n)
-    return {
-        "a": ("self-attention, word one-hots only", lambda z: multi_head_attention(z, z, z, params)[0], None),
-        "b": ("encoder layer, word one-hots only", lambda z: encoder_layer(z, layer)[0], None),
-        "c": ("self-attention, words + sinusoidal code", lambda z: multi_head_attention(z, z, z, params)[0], pe),
-        "d": (
-            "causal self-attention, word one-hots only",
-            lambda z: multi_head_attention(z, z, z, params, causal_mask(n))[0],
-            None,
-        ),
+def crossover_factors() -> dict[str, float]:
+    """Exercise 2, measured: n* after each change divided by n* of self-attention at d_model=512, h=8."""
+    before = cx.crossover_n(D_MODEL, H)
+    after = {
+        name: (cx.block_crossover_n(d, h) if block else cx.crossover_n(d, h)) for name, (d, h, block) in CHANGES.items()
     }
+    return {name: n_star / before for name, n_star in after.items()}
 
 
-OPTIONS = {key: description for key, (description, _, _) in _options().items()}
+def _nearest(factor: float) -> str:
+    """The FACTORS word closest to factor, on a log scale."""
+    return min(FACTORS, key=lambda word: abs(np.log(factor / FACTORS[word])))
 
 
-def option(letter: str) -> tuple[Callable[[np.ndarray], np.ndarray], np.ndarray | None]:
-    """Exercise 3: option letter's layer z (n, 64) -> (n, 64), and the positions it adds to the words (or None)."""
-    options = _options()
-    if letter not in options:
-        raise ValueError(f"letter: expected one of {', '.join(options)}, got {letter!r}")
-    _, fn, positions = options[letter]
-    return fn, positions
+EXERCISE_2_HINTS = {
+    "h": "More heads change only the softmax's 5·h·n² term. How big is it next to 4·n²·d_model?",
+    "d_model": "n* = 8·d²/(4·d + 5·h): the top grows like d², the bottom about like d.",
+    "ffn": "The feed-forward network works on each token alone: which group does its 16·n·d² join?",
+}
 
 
-def equivariant_options(seed: int = 9) -> set[str]:
-    """The options whose output rows only permute when the toy sentence's words are permuted (measured)."""
-    perm = np.random.default_rng(seed).permutation(len(TOKENS))
-    words = token_part()
-    return {k for k, (_, fn, pos) in _options().items() if permutation_errors(fn, words, perm, pos).max() < 1e-12}
+def check_crossover_changes(answer: object) -> Feedback:
+    """Exercise 2: predict how n* moves when h doubles, when d_model doubles, and when the FFN is counted too."""
+    what = "a dict mapping 'h', 'd_model' and 'ffn' to 'about half', 'about the same', 'about double' or 'about triple'"
+    chosen = as_choices(answer, tuple(CHANGES), tuple(FACTORS), what)
+    if isinstance(chosen, Feedback):
+        return chosen
+    factors = crossover_factors()
+    wrong_keys = [name for name in CHANGES if chosen[name] != _nearest(factors[name])]
+    if not wrong_keys:
+        shown = ", ".join(f"{name} × {f:.2f}" for name, f in factors.items())
+        return right(
+            f"measured: {shown}. The softmax is a small part of the n² work, so h barely moves n*; n* grows with "
+            "d_model; and the FFN triples the n work of a block while adding no n² work."
+        )
+    return wrong(f"'{wrong_keys[0]}': {EXERCISE_2_HINTS[wrong_keys[0]]}")
 
 
-def check_equivariant(answer: object) -> Feedback:
-    """Exercise 3: the set of option letters that are permutation-equivariant."""
-    if answer is None:
-        return wrong('Replace None with a set of letters, e.g. {"a", "c"}.')
-    try:
-        chosen = {str(a).strip().lower() for a in answer}  # type: ignore[union-attr]
-    except TypeError:
-        return wrong(f'Expected a set of letters such as {{"a", "c"}}, got {answer!r}.')
-    if not chosen <= set(OPTIONS):
-        return wrong(f"Use the letters {', '.join(OPTIONS)} only.")
-    truth = equivariant_options()
+def weight_bytes(letter: str | None = None) -> float:
+    """Exercise 3: bytes of one layer's attention weights, as they are (None) or after fix `letter`."""
+    settings = {"h": H_LONG, "dtype": np.float32} | (FIXES[letter][1] if letter else {})
+    return float(cost.attention_memory_bytes(N_LONG, N_LONG, settings["h"], settings["dtype"]))
+
+
+def check_memory_fixes(answer: object) -> Feedback:
+    """Exercise 3: which changes make one layer's attention weights fit in GPU_BYTES?"""
+    chosen = as_label_set(answer, tuple(FIXES), 'a set of letters, e.g. {"a", "d"}')
+    if isinstance(chosen, Feedback):
+        return chosen
+    truth = {letter for letter in FIXES if weight_bytes(letter) <= GPU_BYTES}
     if chosen == truth:
         return right(
-            "attention, layer norm and the feed-forward network treat every position alike, so only something "
-            "tied to the slots (a positional code, a causal mask) breaks the symmetry."
+            "the weights are h·n² numbers of a few bytes: fewer heads or fewer bytes per number help, while the "
+            "head width d_k (and d_model with it) never enters. Only a kernel that never stores the n × n maps "
+            "(the FlashAttention remark in section 6) escapes the n² itself."
         )
     if chosen - truth:
-        return wrong("One of your choices ties something to the positions. Measure it with permutation_errors.")
-    return wrong("Something is missing: a layer built only from per-token steps and attention keeps the symmetry.")
+        return wrong("One of your choices does not change h·n²·(bytes per number). Does d_model or d_k appear in it?")
+    return wrong("A fix is missing: which of h, n and the bytes per number can you change here?")

@@ -1,222 +1,228 @@
-"""Exercise checks for lesson 13 (a trained model's heads): read a real head's scores, an entropy, the ablation map."""
+"""Exercise checks for lesson 13 (training heads from scratch).
+
+Exercise 1 builds the two lookups by hand in a small layer whose input has readable columns:
+x = [word one-hot (VOCAB) | position one-hot (MAX_LEN) | zeros], d_model = 16, h = 2 heads of d_k = 8.
+Every head's key is its token's position (W_K) and its value its token's word (W_V); the learner writes W^Q (where
+each head looks) and W^O (where each head's word lands). Read-out j reads output columns j*VOCAB .. (j+1)*VOCAB - 1
+and answers the word with the largest entry: read-out 0 must give the word 1 back, read-out 1 the word 2 back.
+"""
 
 from __future__ import annotations
 
-import math
+import itertools
 
 import numpy as np
 
-from ._base import Feedback, as_number, as_pair, as_whole_number, right, wrong
+from ..attention import causal_mask
+from ..multihead import multi_head_attention
+from ..projections import MHAParams
+from ._base import Feedback, as_array, as_label_set, right, wrong
 
-# Exercise 1: a head section 4 does not show, and the lesson's thresholds for naming a head (section 4).
-MYSTERY_HEAD = (1, 9)  # (layer, head)
-KINDS = ("previous token", "next token", "[CLS] sink", "[SEP] sink", "broad")
-_SCORE_OF = {"previous token": "previous", "next token": "next", "[CLS] sink": "[CLS]", "[SEP] sink": "[SEP]"}
-SHARE, BROAD = 0.5, 0.8  # more than half the attention; entropy above 80% of the uniform one
-# Exercise 2: a head that spreads every row evenly over this many keys.
-N_KEYS = 8
-
-
-def kinds_of(scores: dict[str, np.ndarray], baseline: dict[str, float], layer: int, head: int) -> list[str]:
-    """The names the lesson's thresholds give head (layer, head): scores as from headscores.corpus_scores."""
-    named = [kind for kind, key in _SCORE_OF.items() if scores[key][layer, head] > SHARE]
-    if scores["entropy"][layer, head] > BROAD * baseline["entropy"]:
-        named.append("broad")
-    return named
+VOCAB, MAX_LEN, D_MODEL, H = 4, 8, 16, 2
+D_K = D_MODEL // H
+WORDS = slice(0, VOCAB)  # columns of x holding the word one-hot
+POSITIONS = slice(VOCAB, VOCAB + MAX_LEN)  # columns holding the position one-hot
+BACKS = (1, 2)  # read-out j must give the word BACKS[j] positions back
+SEQUENCES = 200  # random test sequences
+TARGET = 0.99  # fraction of scored positions where both read-outs must be right
 
 
-def check_head_kind(answer: object, scores: dict[str, np.ndarray], baseline: dict[str, float]) -> Feedback:
-    """Exercise 1: name the kind of MYSTERY_HEAD from its corpus scores (the lesson's thresholds)."""
-    if answer is None:
-        return wrong(f"Replace None with one of {', '.join(map(repr, KINDS))}.")
-    kind = " ".join(str(answer).split()).lower()
-    if kind not in {k.lower() for k in KINDS}:
-        return wrong(f"Use one of {', '.join(map(repr, KINDS))}; got {answer!r}.")
-    layer, head = MYSTERY_HEAD
-    named = [k.lower() for k in kinds_of(scores, baseline, layer, head)]
-    if len(named) != 1:  # the model is fixed: the test suite checks this cannot happen
-        return wrong(f"Head {MYSTERY_HEAD} has no single name by these thresholds ({named}); tell the course authors.")
-    row = {key: float(scores[key][layer, head]) for key in ("previous", "[CLS]")}
-    if kind == named[0]:
+def _every_head(rows: slice) -> np.ndarray:
+    """(D_MODEL, D_MODEL): copies input columns `rows` into the first columns of every head's block."""
+    w = np.zeros((D_MODEL, D_MODEL))
+    size = rows.stop - rows.start
+    for i in range(H):
+        w[rows, i * D_K : i * D_K + size] = np.eye(size)
+    return w
+
+
+W_K = _every_head(POSITIONS)  # every head's key: the token's position one-hot, in the block's first 8 columns
+W_V = _every_head(WORDS)  # every head's value: the token's word one-hot, in the block's first 4 columns
+
+
+def embed(words: np.ndarray) -> np.ndarray:
+    """x (..., MAX_LEN, D_MODEL) for word ids (..., MAX_LEN): word one-hot, then position one-hot, then zeros."""
+    words = np.asarray(words)
+    x = np.zeros((*words.shape, D_MODEL))
+    x[..., WORDS] = np.eye(VOCAB)[words]
+    x[..., POSITIONS] = np.eye(MAX_LEN)
+    return x
+
+
+def design_params(w_q: np.ndarray, w_o: np.ndarray) -> MHAParams:
+    """The two-head layer with the learner's W^Q and W^O and the given W_K and W_V."""
+    return MHAParams(h=H, w_q=w_q, w_k=W_K, w_v=W_V, w_o=w_o)
+
+
+def read_out(out: np.ndarray) -> np.ndarray:
+    """(..., n, 2) word ids read from outputs (..., n, D_MODEL): the largest of columns j*VOCAB .. (j+1)*VOCAB-1."""
+    blocks = out[..., : 2 * VOCAB].reshape(*out.shape[:-1], 2, VOCAB)  # (..., n, read-out, word)
+    return blocks.argmax(axis=-1)
+
+
+def test_words(seed: int = 11) -> np.ndarray:
+    """(SEQUENCES, MAX_LEN) random word ids the check runs the layer on."""
+    return np.random.default_rng(seed).integers(VOCAB, size=(SEQUENCES, MAX_LEN))
+
+
+def design_report(w_q: np.ndarray, w_o: np.ndarray) -> dict[str, np.ndarray | float]:
+    """Run the layer (causal) on test_words(): the fraction with both lookups right, each read-out's fraction right,
+    and each head's mean weight on the key 1 and 2 back (H, 2), over the positions where both lookups exist."""
+    words = test_words()
+    x = embed(words)
+    out, weights = multi_head_attention(x, x, x, design_params(w_q, w_o), causal_mask(MAX_LEN))
+    t = np.arange(max(BACKS), MAX_LEN)  # positions where both lookups exist
+    answers = read_out(out)[:, t]  # (SEQUENCES, len(t), 2)
+    wanted = np.stack([words[:, t - back] for back in BACKS], axis=-1)  # (SEQUENCES, len(t), 2)
+    right_each = answers == wanted
+    on_back = np.stack([weights[:, :, t, t - back].mean(axis=(0, 2)) for back in BACKS], axis=-1)  # (H, 2)
+    return {"both": float(right_each.all(axis=-1).mean()), "each": right_each.mean(axis=(0, 1)), "on_back": on_back}
+
+
+def check_two_head_design(w_q: object, w_o: object) -> Feedback:
+    """Exercise 1: W^Q and W^O (each D_MODEL x D_MODEL) of a two-head layer that makes both lookups."""
+    matrices = []
+    for name, answer in (("w_q", w_q), ("w_o", w_o)):
+        m = as_array(answer, f"a ({D_MODEL}, {D_MODEL}) matrix for {name}")
+        if isinstance(m, Feedback):
+            return m
+        if m.shape != (D_MODEL, D_MODEL):
+            return wrong(f"{name}: expected shape ({D_MODEL}, {D_MODEL}) (weights applied as x @ W), got {m.shape}.")
+        if not np.isfinite(m).all():
+            return wrong(f"{name}: use finite numbers; a large gain is enough to make a head sharp.")
+        matrices.append(m)
+    report = design_report(*matrices)
+    if report["both"] >= TARGET:
         return right(
-            f"{row['[CLS]']:.2f} of its attention goes to [CLS], but {row['previous']:.2f} goes to the previous token, "
-            f"{row['previous'] / baseline['previous']:.0f} times the uniform share: it follows the previous token "
-            "for some tokens and parks the rest on [CLS], the no-op reading of Clark et al. A head can do more "
-            "than one thing, and a threshold names only the largest."
+            f"both lookups right at {report['both']:.1%} of the positions. Head 0 puts "
+            f"{report['on_back'][0, 0]:.2f} of its weight 1 back, head 1 {report['on_back'][1, 1]:.2f} 2 back, and "
+            "W^O sends each head's word to its own read-out: the division of labour training finds on its own."
         )
-    score = scores[_SCORE_OF[kind]][layer, head] if kind in {k.lower() for k in _SCORE_OF} else None
-    if score is not None and score > 2 * baseline[_SCORE_OF[kind]]:
+    on_back = report["on_back"]  # (H, 2): weight 1 back, 2 back
+    prefers = np.sign(np.round(on_back[:, 0] - on_back[:, 1], 2))  # +1: more 1 back, -1: more 2 back, 0: neither
+    if prefers[0] == -1 and prefers[1] == 1:
+        return wrong("Head 0 looks 2 back and head 1 looks 1 back: swap them, or route them the other way in W^O.")
+    if prefers[0] != 1 or prefers[1] != -1:
+        lost = [f"head {i}" for i, want in enumerate((1, -1)) if prefers[i] != want]
+        verb = "does not look where it" if len(lost) == 1 else "do not look where they"
         return wrong(
-            "That pattern is there, well above the uniform baseline, but is it where most of the attention goes? "
-            "Compare every score of the head."
+            f"{' and '.join(lost)} {verb} should yet. Head i's query is columns i*8 to i*8+7 of x @ W^Q, and "
+            "its key is the position one-hot in the same columns of x @ W_K: make position p's query point at "
+            "position p-1 (head 0) or p-2 (head 1)."
         )
-    return wrong("Print the head's score for each kind beside the uniform baseline: which one passes its threshold?")
-
-
-def check_uniform_entropy(answer: object) -> Feedback:
-    """Exercise 2: entropy in nats of an attention row spreading its weight evenly over 8 keys."""
-    value = as_number(answer, "the entropy in nats: use the natural logarithm")
-    if isinstance(value, Feedback):
-        return value
-    expected = math.log(N_KEYS)
-    if abs(value - expected) < 1e-3:
-        return right(f"-sum 1/8 ln(1/8) = ln 8 = {expected:.3f} nats: the largest entropy a row over 8 keys can have.")
-    if abs(value - math.log2(N_KEYS)) < 1e-3:
-        return wrong("That is in bits (log base 2). Head scores use nats: the natural logarithm.")
-    if abs(value - 1 / N_KEYS) < 1e-3:
-        return wrong("That is each weight. The entropy is -sum_j w_j ln w_j over the row.")
-    return wrong("Every weight is 1/8. Put that into -sum_j w_j ln w_j.")
-
-
-def check_ablation_layer(answer: object, cosine: np.ndarray) -> Feedback:
-    """Exercise 3: the layer whose heads, switched off one at a time, move the embedding most on average."""
-    layer = as_whole_number(answer, f"a layer number from 0 to {len(cosine) - 1}")
-    if isinstance(layer, Feedback):
-        return layer
-    if not 0 <= layer < len(cosine):
-        return wrong(f"MiniLM's layers are numbered 0 to {len(cosine) - 1}; got {layer}.")
-    move = 1.0 - np.asarray(cosine)  # (n_layers, h): how far each head's absence moves the embedding
-    best = int(move.mean(axis=1).argmax())
-    if layer == best:
-        return right(
-            f"layer {best}'s heads move the embedding by {move[best].mean():.4f} on average, against at most "
-            f"{np.delete(move.mean(axis=1), best).max():.4f} for any other layer. A likely reason: the embedding is "
-            "the mean of the last layer's outputs, so a head there writes straight into it, while the layers above "
-            "an earlier head can partly make up for its absence."
-        )
-    top_layer = int(np.unravel_index(move.argmax(), move.shape)[0])
-    if layer == top_layer:
-        return wrong("That layer holds the single head that moves it most. Average over each layer's 12 heads.")
-    return wrong("Average 1 - cosine over the heads of each layer (one row of `cosine`), then compare the layers.")
-
-
-# Interpreting syntax heads, pruning and value norms (sections 7-9) -------------------------------------------
-
-# Is head (2, 8), the best head for four relations in section 7, a syntax head or a next-word head? Judged on
-# determiners, split by demos.real_heads.next_word_split into arcs whose noun is the next word and the rest.
-SYNTAX_HEAD = (2, 8)  # (layer, head)
-SYNTAX_RELATION = "det"
-READINGS = ("syntax", "next word")
-
-
-def _reading(answer: object) -> str:
-    """An answer compared loosely: lower case, single spaces, no quotes or hyphens around or inside."""
-    return " ".join(str(answer).strip().strip("'\"").lower().replace("-", " ").split())
-
-
-def check_syntax_or_next_word(answer: object, split: dict[str, tuple[int, int]]) -> Feedback:
-    """Is SYNTAX_HEAD a syntax head or a next-word head, judging by its determiner arcs split by where the noun is?"""
-    if answer is None:
-        return wrong(f"Replace None with one of {', '.join(map(repr, READINGS))}.")
-    reading = _reading(answer)
-    if reading not in READINGS:
-        return wrong(f"Use one of {', '.join(map(repr, READINGS))}; got {answer!r}.")
-    (near, n_near), (far, n_far) = split["next word"], split["further away"]
-    expected = "syntax" if far >= n_far / 2 else "next word"  # a next-word head scores 0 on the far arcs
-    if reading == expected == "syntax":
-        return right(
-            f"When the noun is not the next word (an adjective in between: 'the old man'), a head that only looks at "
-            f"the next word would find none of them; head {SYNTAX_HEAD} finds {far} of {n_far}, besides {near} of "
-            f"{n_near} next-word cases. It skips the adjectives to the noun: that is noun-phrase syntax, not position. "
-            "Its subject arcs are weaker evidence: most of those hits are cases where the verb is the next word."
-        )
-    if reading == expected:
-        return right(f"It finds only {far} of the {n_far} arcs whose noun is not the next word: position explains it.")
-    if reading == "next word":
+    if on_back[0, 0] < 0.9 or on_back[1, 1] < 0.9:
         return wrong(
-            "A head that only looks at the next word would find none of the arcs in the 'further away' group. "
-            "How many does this head find there?"
+            f"The heads look the right way but softly (weight 1 back in head 0: {on_back[0, 0]:.2f}, 2 back in "
+            f"head 1: {on_back[1, 1]:.2f}), and other words win. Scores are divided by sqrt(d_k) = "
+            f"{np.sqrt(D_K):.2f} before the softmax: raise the gain so the wanted key scores several units above "
+            "the rest."
         )
-    return wrong("Compare the two groups: how does the head do when the noun is not the next word?")
-
-
-def harmless_heads(ref: dict[str, np.ndarray]) -> list[tuple[int, int]]:
-    """Heads that, switched off alone, lose no sentence and do not shrink the margin under both ablations."""
-    safe = np.ones_like(np.asarray(ref["accuracy_drop_zero"]), dtype=bool)
-    for mode in ("zero", "mean"):
-        safe &= (np.asarray(ref[f"accuracy_drop_{mode}"]) == 0) & (np.asarray(ref[f"margin_drop_{mode}"]) <= 0)
-    return [(int(li), int(hi)) for li, hi in zip(*np.nonzero(safe), strict=True)]
-
-
-def check_prune_first(answer: object, ref: dict[str, np.ndarray], n_sentences: int) -> Feedback:
-    """Which head would you prune first? Right: one that costs the task nothing, by zero- and by mean-ablation."""
-    pair = as_pair(answer, "a head as (layer, head)")
-    if isinstance(pair, Feedback):
-        return pair
-    shape = np.shape(ref["accuracy_drop_zero"])
-    if not (0 <= pair[0] < shape[0] and 0 <= pair[1] < shape[1]):
-        return wrong(f"Layers go from 0 to {shape[0] - 1} and heads from 0 to {shape[1] - 1}; got {pair}.")
-    lost = {m: round(float(ref[f"accuracy_drop_{m}"][pair]) * n_sentences) for m in ("zero", "mean")}
-    margin = {m: float(ref[f"margin_drop_{m}"][pair]) for m in ("zero", "mean")}
-    if pair in harmless_heads(ref):
-        remark = (
-            f" It is also {SYNTAX_HEAD}, section 7's determiner head: a head can track grammar and still not be "
-            "needed by a task."
-            if pair == SYNTAX_HEAD
-            else ""
-        )
-        return right(
-            f"Switched off alone, head {pair} loses no sentence, and the margin moves by {-margin['zero']:+.4f} "
-            f"(zero) and {-margin['mean']:+.4f} (mean): this task does not use it, whichever way it is "
-            f"removed.{remark} Keep the limits in mind: the ranking takes one head at a time, so two heads that back "
-            "each other up both look harmless; Michel et al. prune greedily and iteratively, by a gradient-based "
-            "estimate of importance."
-        )
-    costly = [m for m in ("zero", "mean") if lost[m] > 0]
-    if costly:
-        return wrong(
-            f"Switched off alone, that head already loses {lost[costly[0]]} sentence(s) by {costly[0]}-ablation. "
-            "Look for one whose removal costs no sentence."
-        )
-    worse = [m for m in ("zero", "mean") if margin[m] > 0]
-    if len(worse) == 1:
-        other = "mean" if worse[0] == "zero" else "zero"
-        return wrong(
-            f"By {other}-ablation it looks free, but by {worse[0]}-ablation the margin shrinks by "
-            f"{margin[worse[0]]:.4f}: the two ablations disagree on this head. Pick one both call harmless."
-        )
+    each = report["each"]
     return wrong(
-        f"It loses no sentence, but the margin between each paraphrase and the nearest other sentence shrinks by "
-        f"{margin['zero']:.4f} (zero) and {margin['mean']:.4f} (mean). Pick a head whose removal leaves it as it is."
+        f"The heads look in the right places, but the read-outs are right only {each[0]:.0%} (1 back) and "
+        f"{each[1]:.0%} (2 back) of the time: check W^O. Head i's value (its word one-hot) is in rows i*8 to "
+        f"i*8+{VOCAB - 1} of W^O; read-out j reads output columns {VOCAB}j to {VOCAB}j+{VOCAB - 1}."
     )
 
 
-# A head that parks most of its weight on [CLS]: what does it add to the tokens? Letters of SINK_OPTIONS.
-SINK_OPTIONS = {
-    "a": "It copies a summary of the whole sentence, stored at [CLS], into every token.",
-    "b": "It adds little from [CLS] to any token: [CLS]'s value vector, after W^O, is many times shorter than a "
-    "word's, so most of the head's weight moves almost nothing.",
-    "c": "It is among the most important heads for the sentence embedding, which all-MiniLM-L6-v2 reads from [CLS].",
-    "d": "The map must be wrong: after a softmax, no single key can take most of a row's weight.",
+# --- exercise 2: what a width-1 head can make sharp; exercise 3: two layers that look 1 and 3 back ----------------
+
+WIDTH_ONE_OPTIONS = {
+    "a": "every query attends to itself (causal mask)",
+    "b": "every query attends to the token 1 back (causal mask)",
+    "c": "every query attends to the token 2 back (causal mask)",
+    "d": "every query attends to the first token (causal mask)",
+    "e": "every query attends to the token 1 back, with no mask (every key visible)",
 }
+ENUMERATE_N = 6  # short enough to try every ordering of the key scores
 
 
-def sink_head(sinks: dict) -> tuple[int, int]:
-    """The head that puts the largest share of its attention weight on [CLS] (sinks: headscores.sink_scores)."""
-    share = np.asarray(sinks["attention"]["[CLS]"])
-    return tuple(int(i) for i in np.unravel_index(share.argmax(), share.shape))
+def wanted_key(option: str, i: int) -> int | None:
+    """The key query i must favour under an option, or None when the query has no such key."""
+    target = {"a": i, "b": i - 1, "c": i - 2, "d": 0, "e": i - 1}[option]
+    return target if target >= 0 else None
 
 
-def check_sink_reading(answer: object, sinks: dict) -> Feedback:
-    """What does the strongest [CLS] sink add to the tokens? One letter of SINK_OPTIONS."""
-    if answer is None:
-        return wrong('Replace None with one letter, e.g. "a".')
-    letter = str(answer).strip().strip("'\"").lower()
-    if letter not in SINK_OPTIONS:
-        return wrong(f"Answer with one of the letters {', '.join(SINK_OPTIONS)}.")
-    layer, head = sink_head(sinks)
-    if letter == "b":
-        raw, weighted = (float(sinks[way]["[CLS]"][layer, head]) for way in ("attention", "value-norm"))
-        ratio = float(sinks["norms"]["other"][layer, head] / sinks["norms"]["[CLS]"][layer, head])
+def representable(option: str, n: int = ENUMERATE_N) -> bool:
+    """Whether some width-1 head (scores u_i v_j) makes every query's favourite key the option's, for n tokens.
+
+    Only the order of the v_j and the sign of each u_i decide a favourite, so trying every order of v (n! of them)
+    with the better sign per query settles it.
+    """
+    causal = option != "e"
+    for order in itertools.permutations(range(n)):
+        v = np.array(order)
+        ok = True
+        for i in range(n):
+            want = wanted_key(option, i)
+            if want is None:
+                continue
+            seen = v[: i + 1] if causal else v
+            ok = v[want] in (seen.max(), seen.min())  # distinct values: an extreme is a strict favourite
+            if not ok:
+                break
+        if ok:
+            return True
+    return False
+
+
+def check_width_one(answer: object) -> Feedback:
+    """Exercise 2: the set of patterns a width-1 head can make sharp at every query (letters of WIDTH_ONE_OPTIONS)."""
+    chosen = as_label_set(answer, tuple(WIDTH_ONE_OPTIONS), 'a set of letters, e.g. {"a", "c"}')
+    if isinstance(chosen, Feedback):
+        return chosen
+    truth = {option for option in WIDTH_ONE_OPTIONS if representable(option)}
+    if chosen == truth:
         return right(
-            f"Head ({layer}, {head}) gives [CLS] {raw:.0%} of its weight, but [CLS]'s ||v W^O|| is {ratio:.0f} times "
-            f"smaller than a word's, so [CLS] makes up only {weighted:.0%} of what the head adds. Parking weight "
-            "there is close to doing nothing: Clark et al.'s no-op, measured as Kobayashi et al. suggest."
+            "with scores u_i v_j, query i favours the key with the largest v it can see (u_i > 0) or the smallest "
+            "(u_i < 0). Itself: let v grow. 1 back: let v set records alternately high and low. The first token: "
+            "make v_0 the largest. 2 back fails because v_{i-1} and v_i would both have to stay inside v_{i-2}'s "
+            "record while each set a record of its own; with no mask, only two keys can be the extremes of all."
         )
-    hints = {
-        "a": "What reaches a token is the weight times [CLS]'s value vector. How long is that vector (section 9)?",
-        "c": "MiniLM's embedding is the mean over all tokens (section 2), not [CLS]; and section 8 measured what "
-        "switching heads off costs.",
-        "d": "A softmax row can put almost all of its weight on one key whose score is far above the others.",
-    }
-    return wrong(hints[letter])
+    missing, extra = sorted(truth - chosen), sorted(chosen - truth)
+    if "a" in missing or "d" in missing:
+        return wrong("Try it: with u_i = 1 for every query, which v makes each query favour itself, or key 0?")
+    if "b" in missing:
+        return wrong("Section 4 built the 1-back pattern in width 1: look at its v and the signs of u.")
+    if "c" in extra:
+        return wrong(
+            "For 2 back, v_{i-2} must be the extreme of v_0..v_i for query i, and v_{i-1} the extreme of "
+            "v_0..v_{i+1} for query i + 1. Can both hold, together with the next query's?"
+        )
+    if "e" in extra:
+        return wrong("With no mask every query sees all keys: how many different keys can be the largest or smallest?")
+    return wrong("Check each pattern: query i favours the key with the largest or smallest v it may see.")
+
+
+def stream_offsets(first: int, second: int) -> set[int]:
+    """Offsets back of the tokens position t's stream holds after two one-head layers that copy first, then second
+    back (each head copies the whole stream it reads, V-composition): {0, first, second, first + second}."""
+    return {0, first, second, first + second}
+
+
+def check_two_layer_offsets(first: object, second: object) -> Feedback:
+    """Exercise 3: offsets (whole numbers 1-3) of layer 0's and layer 1's heads so that the stream holds the tokens
+    1 back and 3 back."""
+    chosen = []
+    for name, answer in (("first", first), ("second", second)):
+        if answer is None:
+            return wrong(f"Replace None with a whole number of positions back for {name}.")
+        if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)) or not 1 <= answer <= 3:
+            return wrong(f"{name}: expected a whole number from 1 to 3 (how far back that head looks), got {answer!r}.")
+        chosen.append(int(answer))
+    holds = sorted(stream_offsets(*chosen) - {0})
+    if 1 in holds and 3 in holds:
+        return right(
+            f"position t's stream then holds the tokens {holds} back, 1 and 3 among them. Layer 1's head reads a "
+            "stream that layer 0 has already written into (V-composition), so offsets add up: "
+            f"{chosen[0]} + {chosen[1]} = {sum(chosen)}."
+        )
+    if chosen[0] == chosen[1]:
+        return wrong(
+            f"Both heads look {chosen[0]} back: the stream holds {holds} back. Layer 1 reads a stream that already "
+            "holds layer 0's token, so its offset adds to layer 0's."
+        )
+    return wrong(
+        f"The stream holds the tokens {holds} back. It holds each head's own offset and their sum: which pair gives "
+        "1 and 3?"
+    )

@@ -1,137 +1,211 @@
-"""Checks for lesson 14's exercises: size a KV cache, choose h_kv for a memory budget, diagnose a tiled softmax."""
+"""Exercise checks for lesson 14 (circuits and induction heads)."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
-from .. import cost
-from ..tiled import DEFAULT_BLOCK
-from ._base import Feedback, as_number, as_whole_number, right, wrong
+from ..circuits import (
+    InductionModel,
+    hand_built_induction,
+    induction_score,
+    repeated_sequence,
+)
+from ..multihead import multi_head_attention
+from ..projections import MHAParams, init_params
+from ._base import Feedback, as_label_set, right, wrong
 
-# Exercise 1: a 40-layer model with d_model 5120 and 40 query heads (d_k 128) sharing 8 key/value heads,
-# holding one 8,192-token sequence in bfloat16 (2 bytes per number).
-CACHE_MODEL = {"layers": 40, "d_model": 5120, "h": 40, "h_kv": 8, "n": 8192, "bytes": 2}
-
-
-def kv_cache_answer() -> int:
-    """Exercise 1's bytes, from cost.kv_cache_bytes."""
-    m = CACHE_MODEL
-    return cost.kv_cache_bytes(m["layers"], m["n"], m["h_kv"], m["d_model"] // m["h"], np.float16)
-
-
-def check_kv_cache_size(answer: object) -> Feedback:
-    """Exercise 1: bytes of CACHE_MODEL's KV cache."""
-    correct = kv_cache_answer()
-    number = as_number(answer, "the number of bytes")
-    if not isinstance(number, Feedback) and any(
-        math.isclose(number, correct / unit, rel_tol=0.01) for unit in (2**30, 1e9)
-    ):
-        return wrong("Right size, wrong unit: give the answer in bytes.")
-    value = as_whole_number(answer, "the number of bytes")
-    if isinstance(value, Feedback):
-        return value
-    if value == correct:
-        return right(
-            f"{correct / 2**30:g} GiB: 2 (K and V) · layers · n · h_kv · d_k · 2 bytes. With all 40 heads keeping "
-            "their own K and V it would be 5 times as much."
-        )
-    if value == correct * CACHE_MODEL["h"] // CACHE_MODEL["h_kv"]:
-        return wrong("That counts all 40 heads; only the 8 key/value heads are cached, the queries are not.")
-    if value == correct // 2:
-        return wrong("Half the answer: count both arrays of each layer (keys and values) and 2 bytes per number.")
-    if value == 2 * correct:
-        return wrong("bfloat16 stores each number in 2 bytes, not 4.")
-    if value == correct // CACHE_MODEL["layers"]:
-        return wrong("That is one layer; every layer keeps its own keys and values.")
-    return wrong("Multiply: 2 (K and V) × layers × tokens × key/value heads × d_k × bytes per number.")
+# Exercise 1: the hand-built model's sizes. Exercise 2: a random layer and a matrix that is not a rotation.
+VOCAB, MAX_LEN, K = 8, 14, 6
+D_MODEL, H = 8, 2
+M = np.array([[2.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.5, 0.0], [0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.5]])
 
 
-# Exercise 2: a server holding 16 sequences of 8,192 tokens at once for a 32-layer model with 32 query heads
-# of d_k 128, in float16, with 24 GiB left for the KV cache.
-BUDGET = {"layers": 32, "h": 32, "d_k": 128, "n": 8192, "batch": 16, "gib": 24}
+def tokens() -> np.ndarray:
+    """Exercise 1's test sequence: K distinct tokens, repeated, then random ones (MAX_LEN in all)."""
+    return repeated_sequence(np.random.default_rng(12), VOCAB, K, MAX_LEN)
 
 
-def budget_bytes(h_kv: int) -> int:
-    """Exercise 2: the KV cache of BUDGET's model and batch with h_kv key/value heads."""
-    b = BUDGET
-    return cost.kv_cache_bytes(b["layers"], b["n"], h_kv, b["d_k"], np.float16, batch=b["batch"])
+def with_position_scores(scores: np.ndarray) -> InductionModel:
+    """The hand-built model with layer 1's position-by-position block of W_QK replaced: scaled scores `scores`.
+
+    Key j offers the one-hot of its position, and query i's vector is row i of `scores`, so the scaled score
+    query position i gives key position j is scores[i, j] (the sqrt(d_k) is undone inside).
+    """
+    model = hand_built_induction(VOCAB, MAX_LEN)
+    first = model.layers[0]
+    pos = model.blocks["position"]
+    w_q = first.w_q.copy()
+    w_q[pos, pos] = math.sqrt(first.d_k) * np.asarray(scores, dtype=float)
+    return dataclasses.replace(model, layers=(dataclasses.replace(first, w_q=w_q), model.layers[1]))
 
 
-def best_h_kv() -> int:
-    """Exercise 2's answer: the largest divisor of h whose cache fits the budget."""
-    fits = [g for g in range(1, BUDGET["h"] + 1) if BUDGET["h"] % g == 0 and budget_bytes(g) <= BUDGET["gib"] * 2**30]
-    return max(fits)
+def layer() -> MHAParams:
+    """Exercise 2's layer: d_model 8, two heads of width 4, Glorot-random."""
+    return init_params(D_MODEL, H, seed=12)
 
 
-def check_h_kv_budget(answer: object) -> Feedback:
-    """Exercise 2: the largest h_kv that divides h = 32 and keeps the cache within 24 GiB."""
-    value = as_whole_number(answer, "a number of key/value heads")
-    if isinstance(value, Feedback):
-        return value
-    if not 1 <= value <= BUDGET["h"]:
-        return wrong(f"h_kv counts key/value heads: from 1 (multi-query) to h = {BUDGET['h']} (plain multi-head).")
-    if BUDGET["h"] % value:
-        return wrong(f"h_kv must divide h = {BUDGET['h']}: each key/value head serves a whole group of query heads.")
-    need = budget_bytes(value) / 2**30
-    best = best_h_kv()
-    if value == best:
-        return right(
-            f"h_kv = {value} needs {need:g} GiB; the next divisor up would need "
-            f"{budget_bytes(2 * value) / 2**30:g} GiB. Each key/value head costs the same, so the budget divided by "
-            "one head's cost bounds h_kv."
-        )
-    if value > best:
-        return wrong(f"h_kv = {value} needs {need:g} GiB, more than the {BUDGET['gib']} GiB budget.")
-    return wrong(
-        f"h_kv = {value} fits ({need:g} GiB), but a larger h_kv also fits, and more key/value heads keep more quality."
-    )
-
-
-# Exercise 3: an online softmax with one line missing.
-
-
-def buggy_tiled(q: np.ndarray, k: np.ndarray, v: np.ndarray, block: int = DEFAULT_BLOCK) -> np.ndarray:
-    """Tiled attention, q (n_q, d_k), k (n_kv, d_k), v (n_kv, d_v) -> (n_q, d_v), with one step forgotten."""
-    q = np.asarray(q, dtype=float) / math.sqrt(q.shape[-1])
-    m = np.full((len(q), 1), -np.inf)
-    row_sum, out = np.zeros((len(q), 1)), np.zeros((len(q), v.shape[-1]))
-    for start in range(0, len(k), block):
-        s = q @ k[start : start + block].T  # (n_q, block)
-        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
-        row_sum *= np.exp(m - m_new)
-        e = np.exp(s - m_new)
-        row_sum += e.sum(axis=-1, keepdims=True)
-        out += e @ v[start : start + block]
-        m = m_new
-    return out / row_sum
-
-
-OPTIONS = {
-    "a": "always, for every query row",
-    "b": "only in query rows whose running max goes up in a later key block (a later block holds a larger score "
-    "than every block before it)",
-    "c": "only when n is not a multiple of the block size",
-    "d": "only when the scores are large (above about 60), where exp() would overflow",
+SHIFTED_OPTIONS = {
+    "a": "the right next token: the model still completes the copy",
+    "b": "the token two places after the current token's earlier occurrence (one ahead of the right answer)",
+    "c": "the current token again",
+    "d": "no particular token: layer 2's attention is spread evenly",
 }
 
 
-def check_diagnosis(answer: object) -> Feedback:
-    """Exercise 3: when does buggy_tiled go wrong? One letter of OPTIONS."""
+def two_back_model() -> InductionModel:
+    """The hand-built model with layer 1 looking 2 back instead of 1 back (scaled score 10 on key i - 2)."""
+    return with_position_scores(10.0 * np.eye(MAX_LEN, k=-2))
+
+
+def shifted_option() -> str:
+    """The option that describes two_back_model()'s predictions on the second copy of tokens(), measured."""
+    t = tokens()
+    queries = np.arange(K, 2 * K - 2)  # second-copy queries whose token two ahead is still in the copy
+    predicted = two_back_model().predict(t)[queries]
+    if (predicted == t[queries + 1]).mean() > 0.8:
+        return "a"
+    if (predicted == t[queries - K + 2]).mean() > 0.8:
+        return "b"
+    if (predicted == t[queries]).mean() > 0.8:
+        return "c"
+    return "d"
+
+
+def check_shifted_previous_head(answer: object) -> Feedback:
+    """Exercise 1: what the induction model predicts once layer 1 looks 2 back (a letter of SHIFTED_OPTIONS)."""
     if answer is None:
-        return wrong('Replace None with one letter, e.g. "a".')
+        return wrong(f"Replace None with one letter: {', '.join(SHIFTED_OPTIONS)}.")
+    letter = str(answer).strip().lower()
+    if letter not in SHIFTED_OPTIONS:
+        return wrong(f"Expected one of the letters {', '.join(SHIFTED_OPTIONS)}, got {answer!r}.")
+    if letter == shifted_option():
+        return right(
+            "each key now offers the token two before it, so a query holding A matches the key two after the earlier "
+            "A and copies it: the model skips a token. K-composition passes on whatever offset layer 1 reads."
+        )
+    if letter == "a":
+        return wrong("Layer 2 matches the query's token against what layer 1 wrote into each key. What is that now?")
+    if letter == "c":
+        return wrong("Layer 2 copies the token at the key it attends to, not the query's own token. Which key wins?")
+    return wrong("Layer 1 is still sharp (score 10 on one key), so layer 2's keys still differ: one of them wins.")
+
+
+CHANGE_OPTIONS = {
+    "a": "W_0^Q -> 2 W_0^Q and W_0^K -> W_0^K / 2",
+    "b": "W_0^Q -> W_0^Q R and W_0^K -> W_0^K R, with R a rotation (R R^T = I)",
+    "c": "swap heads 0 and 1: their columns of W^Q, W^K, W^V and their rows of W^O",
+    "d": "W_0^Q -> W_0^Q M and W_0^K -> W_0^K M, with the matrix ex.M (not a rotation)",
+    "e": "W_0^V -> 3 W_0^V and W_0^O -> W_0^O / 3",
+    "f": "W_0^Q -> -W_0^Q",
+}
+
+
+def changed_layer(option: str) -> MHAParams:
+    """layer() with CHANGE_OPTIONS[option] applied."""
+    p = layer()
+    d_k = p.d_k
+    head0, head1 = slice(0, d_k), slice(d_k, 2 * d_k)
+    w = {name: getattr(p, name).copy() for name in ("w_q", "w_k", "w_v", "w_o")}
+    rotation = np.linalg.qr(np.random.default_rng(5).normal(size=(d_k, d_k)))[0]
+    if option == "a":
+        w["w_q"][:, head0] *= 2
+        w["w_k"][:, head0] /= 2
+    elif option == "b":
+        w["w_q"][:, head0] = p.w_q_head(0) @ rotation
+        w["w_k"][:, head0] = p.w_k_head(0) @ rotation
+    elif option == "c":
+        for name in ("w_q", "w_k", "w_v"):
+            w[name][:, head0], w[name][:, head1] = getattr(p, name)[:, head1], getattr(p, name)[:, head0]
+        w["w_o"][head0], w["w_o"][head1] = p.w_o[head1], p.w_o[head0]
+    elif option == "d":
+        w["w_q"][:, head0] = p.w_q_head(0) @ M
+        w["w_k"][:, head0] = p.w_k_head(0) @ M
+    elif option == "e":
+        w["w_v"][:, head0] *= 3
+        w["w_o"][head0] /= 3
+    elif option == "f":
+        w["w_q"][:, head0] *= -1
+    else:
+        raise ValueError(f"option: expected one of {sorted(CHANGE_OPTIONS)}, got {option!r}")
+    return dataclasses.replace(p, **w)
+
+
+def unchanged_options() -> set[str]:
+    """The options after which the layer's output is the same on random inputs (measured)."""
+    x = np.random.default_rng(0).normal(size=(2, 5, D_MODEL))
+    out = multi_head_attention(x, x, x, layer())[0]
+    return {o for o in CHANGE_OPTIONS if np.allclose(multi_head_attention(x, x, x, changed_layer(o))[0], out)}
+
+
+def check_same_function(answer: object) -> Feedback:
+    """Exercise 2: the set of changes (letters of CHANGE_OPTIONS) that leave the layer's output unchanged."""
+    chosen = as_label_set(answer, tuple(CHANGE_OPTIONS), 'a set of letters, e.g. {"a", "c"}')
+    if isinstance(chosen, Feedback):
+        return chosen
+    truth = unchanged_options()
+    if chosen == truth:
+        return right(
+            "a, b and e keep each head's W_QK and W_OV (R^-T = R for a rotation); c swaps two terms of a sum. "
+            "The circuits, not the weights, are what a layer computes, and even which head is 'head 0' is arbitrary."
+        )
+    if "c" not in chosen:
+        return wrong("The layer's output is a sum of one term per head: does the order of the terms matter?")
+    if "d" in chosen:
+        return wrong("Write out W^Q M (W^K M)^T: is M M^T the identity here? Try print(ex.M @ ex.M.T).")
+    if "f" in chosen:
+        return wrong("Flipping W^Q flips every score's sign: the softmax then favours the keys it used to avoid.")
+    missing = sorted(truth - chosen)
+    return wrong(f"Some changes you left out keep W_QK and W_OV as they were: check option {missing[0]}'s product.")
+
+
+OPTIONS = {
+    "a": "it still attends to the token after the earlier occurrence of the current token",
+    "b": "it attends to the earlier occurrence of the current token itself",
+    "c": "it spreads its attention evenly over the positions up to its own",
+    "d": "it attends to the first token only",
+}
+
+
+def ablated_attention() -> np.ndarray:
+    """(n, n) layer 2's weights on tokens() in the hand-built model with layer 1's head switched off (W^O rows 0)."""
+    model = hand_built_induction(VOCAB, MAX_LEN)
+    first, second = model.layers
+    ablated = dataclasses.replace(model, layers=(first.without_heads([0]), second))
+    return ablated.attention(tokens())[1, 0]
+
+
+def measured_option() -> str:
+    """The option that describes ablated_attention(), measured on the second copy's queries."""
+    w = ablated_attention()
+    rows = np.arange(K, 2 * K)
+    if induction_score(w, K) > 0.5:
+        return "a"
+    if w[rows, rows - K].mean() > 0.5:
+        return "b"
+    if w[rows, 0].mean() > 0.5:
+        return "d"
+    spread = [np.ptp(w[t, 1 : t + 1]) for t in rows]  # equal weights over the keys 1..t
+    return "c" if max(spread) < 0.05 else "none"
+
+
+def check_ablation(answer: object) -> Feedback:
+    """Exercise 3: what layer 2's head does once the previous-token head is switched off (a letter)."""
+    if answer is None:
+        return wrong(f"Replace None with one letter: {', '.join(OPTIONS)}.")
     letter = str(answer).strip().lower()
     if letter not in OPTIONS:
-        return wrong(f"Answer with one of the letters {', '.join(OPTIONS)}.")
-    if letter == "b":
+        return wrong(f"Expected one of the letters {', '.join(OPTIONS)}, got {answer!r}.")
+    truth = measured_option()
+    if letter == truth:
         return right(
-            "out was summed with the old shift; when the max goes up it must be multiplied by exp(m_old - m_new) "
-            "like row_sum. If the first block holds the row's max, every factor is 1 and the bug is invisible."
+            "with layer 1 off, the 'previous token' block every key offers is empty, so every score is 0 (key 0 is "
+            "marked down) and the softmax of equal scores is uniform: K-composition needs both heads."
         )
-    hints = {
-        "a": "Try keys whose largest score is in the first block: does it still differ from the standard version?",
-        "c": "Try a block that divides n exactly, with the largest score in the last block.",
-        "d": "Try small scores (q and k of size about 1) with the largest one in the last block.",
-    }
-    return wrong(hints[letter])
+    if letter == "a":
+        return wrong("Layer 2's key reads what layer 1 wrote. What does the key offer once layer 1 writes nothing?")
+    if letter == "b":
+        return wrong("Layer 2's query looks for a token in the 'previous token' block, not in the token block.")
+    return wrong("Key 0 is marked down on purpose. Measure: print(ex.ablated_attention().round(2)).")

@@ -1,202 +1,108 @@
-"""The capstone check of the review lesson: the learner's own multi_head_attention against the library's.
-
-check_capstone(fn) calls fn(q, k, v, params, mask) on a series of cases (CASES, simplest first: random shapes,
-one head and many, a causal mask, a batch with padding, cross-attention, a query that may see no key), compares
-its (output, weights) with mha.multi_head_attention, and names the first case that fails. When the result of a
-failing case equals the result of a known mistake (the scale, the mask, the head split, W^O, ...), it says which.
-"""
+"""Exercise checks for lesson 15 (what heads track): name a real head, an entropy, syntax or next word."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable
 
 import numpy as np
 
-from ..attention import causal_mask, padding_mask, softmax
-from ..multihead import multi_head_attention
-from ..projections import MHAParams, init_params
-from ._base import Feedback, right, wrong
+from ._base import Feedback, as_number, right, wrong
+
+# Exercise 1: a head section 4 does not show, and the lesson's thresholds for naming a head (section 4).
+MYSTERY_HEAD = (1, 9)  # (layer, head)
+KINDS = ("previous token", "next token", "[CLS] sink", "[SEP] sink", "broad")
+_SCORE_OF = {"previous token": "previous", "next token": "next", "[CLS] sink": "[CLS]", "[SEP] sink": "[SEP]"}
+SHARE, BROAD = 0.5, 0.8  # more than half the attention; entropy above 80% of the uniform one
+# Exercise 2: a head that spreads every row evenly over this many keys.
+N_KEYS = 8
 
 
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """One call of the learner's function: its name and the arguments (q, k, v, params, mask)."""
-
-    name: str
-    q: np.ndarray
-    k: np.ndarray
-    v: np.ndarray
-    params: MHAParams
-    mask: np.ndarray | None = None
+def kinds_of(scores: dict[str, np.ndarray], baseline: dict[str, float], layer: int, head: int) -> list[str]:
+    """The names the lesson's thresholds give head (layer, head): scores as from headscores.corpus_scores."""
+    named = [kind for kind, key in _SCORE_OF.items() if scores[key][layer, head] > SHARE]
+    if scores["entropy"][layer, head] > BROAD * baseline["entropy"]:
+        named.append("broad")
+    return named
 
 
-def _self(name: str, n: int, d_model: int, h: int, seed: int, mask: np.ndarray | None = None) -> Case:
-    """A self-attention case on n random tokens (bias-free Glorot weights; q = k = v = x)."""
-    x = np.random.default_rng(seed).normal(size=(n, d_model))  # (n, d_model)
-    return Case(name, x, x, x, init_params(d_model, h, seed=seed), mask)
+def check_head_kind(answer: object, scores: dict[str, np.ndarray], baseline: dict[str, float]) -> Feedback:
+    """Exercise 1: name the kind of MYSTERY_HEAD from its corpus scores (the lesson's thresholds)."""
+    if answer is None:
+        return wrong(f"Replace None with one of {', '.join(map(repr, KINDS))}.")
+    kind = " ".join(str(answer).split()).lower()
+    if kind not in {k.lower() for k in KINDS}:
+        return wrong(f"Use one of {', '.join(map(repr, KINDS))}; got {answer!r}.")
+    layer, head = MYSTERY_HEAD
+    named = [k.lower() for k in kinds_of(scores, baseline, layer, head)]
+    if len(named) != 1:  # the model is fixed: the test suite checks this cannot happen
+        return wrong(f"Head {MYSTERY_HEAD} has no single name by these thresholds ({named}); tell the course authors.")
+    row = {key: float(scores[key][layer, head]) for key in ("previous", "[CLS]")}
+    if kind == named[0]:
+        return right(
+            f"{row['[CLS]']:.2f} of its attention goes to [CLS], but {row['previous']:.2f} goes to the previous token, "
+            f"{row['previous'] / baseline['previous']:.0f} times the uniform share: it follows the previous token "
+            "for some tokens and parks the rest on [CLS], the no-op reading of Clark et al. A head can do more "
+            "than one thing, and a threshold names only the largest."
+        )
+    score = scores[_SCORE_OF[kind]][layer, head] if kind in {k.lower() for k in _SCORE_OF} else None
+    if score is not None and score > 2 * baseline[_SCORE_OF[kind]]:
+        return wrong(
+            "That pattern is there, well above the uniform baseline, but is it where most of the attention goes? "
+            "Compare every score of the head."
+        )
+    return wrong("Print the head's score for each kind beside the uniform baseline: which one passes its threshold?")
 
 
-def _cases() -> list[Case]:
-    """The capstone's cases, simplest first, each with its own seed."""
-    batch = np.random.default_rng(5).normal(size=(3, 5, 8))  # (batch, n, d_model): three sequences of 5 tokens
-    decoder, encoder = np.random.default_rng(6).normal(size=(4, 8)), np.random.default_rng(7).normal(size=(6, 8))
-    blind = causal_mask(5)
-    blind[2] = False  # query 2 may see no key at all
-    return [
-        _self("self-attention, 5 tokens, d_model = 8, h = 2", 5, 8, 2, seed=1),
-        _self("one head, d_model = 6", 4, 6, 1, seed=2),
-        _self("many narrow heads, d_model = 12, h = 4", 7, 12, 4, seed=3),
-        _self("causal mask (True = may attend)", 6, 8, 2, seed=4, mask=causal_mask(6)),
-        Case(
-            "a batch of 3 sequences with a padding mask of shape (3, 1, 1, 5)",
-            batch,
-            batch,
-            batch,
-            init_params(8, 2, seed=5),
-            padding_mask([5, 3, 1], 5),
-        ),
-        Case("cross-attention: 4 queries, 6 keys and values", decoder, encoder, encoder, init_params(8, 2, seed=6)),
-        _self("a query that may see no key (row 2 of the mask all False)", 5, 8, 2, seed=8, mask=blind),
-    ]
+def check_uniform_entropy(answer: object) -> Feedback:
+    """Exercise 2: entropy in nats of an attention row spreading its weight evenly over 8 keys."""
+    value = as_number(answer, "the entropy in nats: use the natural logarithm")
+    if isinstance(value, Feedback):
+        return value
+    expected = math.log(N_KEYS)
+    if abs(value - expected) < 1e-3:
+        return right(f"-sum 1/8 ln(1/8) = ln 8 = {expected:.3f} nats: the largest entropy a row over 8 keys can have.")
+    if abs(value - math.log2(N_KEYS)) < 1e-3:
+        return wrong("That is in bits (log base 2). Head scores use nats: the natural logarithm.")
+    if abs(value - 1 / N_KEYS) < 1e-3:
+        return wrong("That is each weight. The entropy is -sum_j w_j ln w_j over the row.")
+    return wrong("Every weight is 1/8. Put that into -sum_j w_j ln w_j.")
 
 
-CASES = _cases()
+# Exercise 3: interpreting a syntax head (section 7) -------------------------------------------
+
+# Is head (2, 8), the best head for four relations in section 7, a syntax head or a next-word head? Judged on
+# determiners, split by demos.real_heads.next_word_split into arcs whose noun is the next word and the rest.
+SYNTAX_HEAD = (2, 8)  # (layer, head)
+SYNTAX_RELATION = "det"
+READINGS = ("syntax", "next word")
 
 
-# --- known mistakes, written out so that a failing case can be explained -----------------------------------------
-def _variant(
-    case: Case,
-    *,
-    scale: str = "d_k",
-    mask_mode: str = "-inf",
-    axis: int = -1,
-    split_transpose: bool = True,
-    merge_transpose: bool = True,
-    w_o: bool = True,
-    kv_from_q: bool = False,
-) -> tuple[np.ndarray, np.ndarray]:
-    """multi-head attention on case with one deliberate change; the defaults give the correct result."""
-    p = case.params
-    h, d_k = p.h, p.d_k
-    k, v = (case.q, case.q) if kv_from_q else (case.k, case.v)
-
-    def split(x: np.ndarray) -> np.ndarray:  # (..., n, d_model) -> (..., h, n, d_k)
-        if split_transpose:
-            return x.reshape(*x.shape[:-1], h, d_k).swapaxes(-3, -2)
-        return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)  # the reshape-only mistake: heads of tokens
-
-    Q, K, V = split(case.q @ p.w_q), split(k @ p.w_k), split(v @ p.w_v)
-    divisor = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(p.d_model), "none": 1.0}[scale]
-    scores = Q @ K.swapaxes(-1, -2) / divisor  # (..., h, n_q, n_kv)
-    if case.mask is not None and mask_mode != "ignored":
-        allowed = ~case.mask if mask_mode == "flipped" else case.mask
-        scores = scores * allowed if mask_mode == "zero" else np.where(allowed, scores, -np.inf)
-    weights = softmax(scores, axis=axis)
-    heads = weights @ V  # (..., h, n_q, d_k)
-    if merge_transpose:
-        concat = heads.swapaxes(-3, -2).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)  # (..., n_q, d_model)
-    else:
-        concat = heads.reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)  # the mirror image: tokens mixed
-    return (concat @ p.w_o if w_o else concat), weights
+def _reading(answer: object) -> str:
+    """An answer compared loosely: lower case, single spaces, no quotes or hyphens around or inside."""
+    return " ".join(str(answer).strip().strip("'\"").lower().replace("-", " ").split())
 
 
-MISTAKES: dict[str, tuple[dict, str]] = {
-    "no scale": ({"scale": "none"}, "the scores are not divided by √d_k."),
-    "√d_model": ({"scale": "d_model"}, "each head divides by √d_model; its dot products have d_k terms: use √d_k."),
-    "flipped mask": (
-        {"mask_mode": "flipped"},
-        "the mask is read the wrong way round: here True means the key may be attended to.",
-    ),
-    "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
-    "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
-    "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
-    "reshape only": (
-        {"split_transpose": False},
-        "the heads are split with a reshape alone: reshape to (..., n, h, d_k), then swap the n and h axes.",
-    ),
-    "reshape only, both ways": (
-        {"split_transpose": False, "merge_transpose": False},
-        "the heads are split and merged with a reshape alone: a head must be a block of features, not of tokens.",
-    ),
-    "merge by reshape": (
-        {"merge_transpose": False},
-        "the heads are merged with a reshape alone: swap the h and n axes back before merging them.",
-    ),
-    "no W^O": ({"w_o": False}, "the concatenated heads are returned without the output projection W^O."),
-    "keys from q": ({"kv_from_q": True}, "keys and values must come from k and v, not from q."),
-}
-
-
-def _matches(got: tuple[np.ndarray, np.ndarray], want: tuple[np.ndarray, np.ndarray]) -> bool:
-    """True when output and weights agree in shape and value (NaN never agrees)."""
-    return all(g.shape == w.shape and np.allclose(g, w, rtol=1e-6, atol=1e-9) for g, w in zip(got, want, strict=True))
-
-
-def diagnose(case: Case, got: tuple[np.ndarray, np.ndarray]) -> str | None:
-    """The explanation of the known mistake whose result on case equals got, or None."""
-    for changes, explanation in MISTAKES.values():
-        with np.errstate(all="ignore"):
-            variant = _variant(case, **changes)
-        if _matches(got, variant):
-            return explanation
-    return None
-
-
-# --- the check -------------------------------------------------------------------------------------------------
-def _as_pair(result: object) -> tuple[np.ndarray, np.ndarray] | str:
-    """The function's result as (output, weights) float arrays, or what is wrong with it."""
-    if not isinstance(result, tuple | list) or len(result) != 2:
-        return f"returned {type(result).__name__}; return a pair (output, weights), as mha.multi_head_attention does"
-    try:
-        return tuple(np.asarray(a, dtype=float) for a in result)  # type: ignore[return-value]
-    except (TypeError, ValueError):
-        return "returned something that is not two arrays of numbers"
-
-
-def _difference(name: str, got: np.ndarray, want: np.ndarray) -> str:
-    """One phrase on how two arrays differ: shape, NaN, or the largest difference and where."""
-    if got.shape != want.shape:
-        return f"{name}: shape {got.shape}, expected {want.shape}"
-    if not np.isfinite(got).all():
-        return f"{name}: NaN or inf"
-    where = np.unravel_index(np.abs(got - want).argmax(), got.shape)
-    return f"{name}: off by up to {np.abs(got - want).max():.3g} (at index {tuple(int(i) for i in where)})"
-
-
-def check_case(fn: Callable, case: Case) -> str | None:
-    """None when fn agrees with the library on case, else a sentence saying how it does not."""
-    want = multi_head_attention(case.q, case.k, case.v, case.params, case.mask)
-    try:
-        with np.errstate(all="ignore"):  # a NaN is reported as a difference, not printed as a warning
-            result = fn(case.q.copy(), case.k.copy(), case.v.copy(), case.params, case.mask)
-    except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-        return f"it raised {type(exc).__name__}: {exc}"
-    got = _as_pair(result)
-    if isinstance(got, str):
-        return got
-    if _matches(got, want):
-        return None
-    names = ("output", "weights")
-    problems = [_difference(n, g, w) for n, g, w in zip(names, got, want, strict=True) if not _matches((g,), (w,))]
-    explanation = diagnose(case, got)
-    if explanation is None and not np.isfinite(got[1]).all() and case.mask is not None:
-        explanation = "a query whose keys are all masked gets NaN weights: give it zero weights, as mha.softmax does."
-    return "; ".join(problems) + (f". Likely: {explanation}" if explanation else ".")
-
-
-def check_capstone(fn: object) -> Feedback:
-    """The capstone: fn(q, k, v, params, mask) must match mha.multi_head_attention on every case of CASES."""
-    if fn is None:
-        return wrong("Replace None with your function, e.g. my_multi_head_attention (the name, without calling it).")
-    if not callable(fn):
-        return wrong(f"Expected a function taking (q, k, v, params, mask), got {type(fn).__name__!r}.")
-    for i, case in enumerate(CASES, start=1):
-        problem = check_case(fn, case)
-        if problem is not None:
-            return wrong(f"case {i} of {len(CASES)}, {case.name}: {problem}")
-    return right(
-        f"all {len(CASES)} cases match mha.multi_head_attention: shapes, one head and many, masks, a batch, "
-        "cross-attention and a query with nothing to see. That is the whole layer, from scratch."
-    )
+def check_syntax_or_next_word(answer: object, split: dict[str, tuple[int, int]]) -> Feedback:
+    """Is SYNTAX_HEAD a syntax head or a next-word head, judging by its determiner arcs split by where the noun is?"""
+    if answer is None:
+        return wrong(f"Replace None with one of {', '.join(map(repr, READINGS))}.")
+    reading = _reading(answer)
+    if reading not in READINGS:
+        return wrong(f"Use one of {', '.join(map(repr, READINGS))}; got {answer!r}.")
+    (near, n_near), (far, n_far) = split["next word"], split["further away"]
+    expected = "syntax" if far >= n_far / 2 else "next word"  # a next-word head scores 0 on the far arcs
+    if reading == expected == "syntax":
+        return right(
+            f"When the noun is not the next word (an adjective in between: 'the old man'), a head that only looks at "
+            f"the next word would find none of them; head {SYNTAX_HEAD} finds {far} of {n_far}, besides {near} of "
+            f"{n_near} next-word cases. It skips the adjectives to the noun: that is noun-phrase syntax, not position. "
+            "Its subject arcs are weaker evidence: most of those hits are cases where the verb is the next word."
+        )
+    if reading == expected:
+        return right(f"It finds only {far} of the {n_far} arcs whose noun is not the next word: position explains it.")
+    if reading == "next word":
+        return wrong(
+            "A head that only looks at the next word would find none of the arcs in the 'further away' group. "
+            "How many does this head find there?"
+        )
+    return wrong("Compare the two groups: how does the head do when the noun is not the next word?")

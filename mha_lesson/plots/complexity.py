@@ -1,4 +1,4 @@
-"""Lesson 8's figures: FLOP parts against n, the crossover, measured against predicted times, weight memory."""
+"""Lesson 10's figures: FLOP parts against n, the crossover, measured against predicted times, weight memory."""
 
 from __future__ import annotations
 

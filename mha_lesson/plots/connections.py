@@ -1,4 +1,4 @@
-"""Figures for lesson 10 (connections): cross-attention, equivariance, positional encodings, encoder stages."""
+"""Figures for lesson 12 (connections): cross-attention, equivariance, positional encodings, encoder stages."""
 
 from __future__ import annotations
 

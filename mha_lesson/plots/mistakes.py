@@ -1,4 +1,4 @@
-"""Figures for lesson 9 (common mistakes): buggy against correct, side by side."""
+"""Figures for lesson 11 (common mistakes): buggy against correct, side by side."""
 
 from __future__ import annotations
 

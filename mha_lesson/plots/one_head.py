@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 
@@ -143,3 +144,58 @@ def learning_curves(
     ax.set_ylabel("training loss (nats, log scale)")
     ax.set_title("Learning the two lookups: one head against two")
     ax.legend(loc="lower left", fontsize=8)
+
+
+def plateau(
+    fig: Figure,
+    steps: Sequence[int],
+    weights: np.ndarray,
+    losses: Mapping[str, np.ndarray],
+    maps: Mapping[int, np.ndarray],
+) -> None:
+    """The two-head model leaving its plateau. Left: held-out loss (top) and each head's mean weight on the keys 1 and 2
+    back (bottom) against the step; weights (len(steps), h, 2). Right: the heads' (n, n) maps at a few steps
+    (step -> (h, n, n)), one column per step, one row per head; the maps' steps are marked on the left."""
+    left, right = fig.subfigures(1, 2, width_ratios=(1, 1.5))
+    ax_loss, ax_w = left.subplots(2, 1, sharex=True, height_ratios=(1, 1.4))
+    for label, loss in losses.items():
+        ax_loss.plot(steps, loss, color=HEAD_COLOURS[1 if "one" in label else 2], lw=2, label=label)
+    ax_loss.set_yscale("log")
+    ax_loss.set_ylabel("held-out loss (nats)")
+    ax_loss.set_title("loss and where the heads look")
+    ax_loss.legend(fontsize=8, loc="lower left")
+    styles = {
+        (0, 0): ("tab:orange", "-"),
+        (0, 1): ("tab:orange", ":"),
+        (1, 0): ("tab:green", "-"),
+        (1, 1): ("tab:green", ":"),
+    }
+    for (head, key), (colour, ls) in styles.items():
+        name = f"head {head} on t−{key + 1}"
+        ax_w.plot(steps, weights[:, head, key], color=colour, ls=ls, lw=2, label=name)
+    ax_w.set_ylim(0, 1)
+    ax_w.set_xlabel("training step")
+    ax_w.set_ylabel("mean weight on the key")
+    ax_w.legend(fontsize=8, loc="upper left", ncol=2)
+    for ax in (ax_loss, ax_w):
+        for step in maps:
+            ax.axvline(step, color="grey", lw=0.8, ls="--")
+    h = next(iter(maps.values())).shape[0]
+    axes = right.subplots(h, len(maps), squeeze=False)
+    image = None
+    for col, (step, att) in enumerate(maps.items()):
+        for head in range(h):
+            ax = axes[head, col]
+            image = ax.imshow(att[head], vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
+            n = att.shape[-1]
+            ax.set_xticks(range(0, n, 5))
+            ax.set_yticks(range(0, n, 5))
+            ax.tick_params(labelsize=7, labelleft=col == 0)
+            ax.set_title(f"step {step}, head {head}", fontsize=9)
+            ax.set_xlabel("key position", fontsize=8)
+            if col == 0:
+                ax.set_ylabel("query position", fontsize=8)
+    right.colorbar(image, ax=axes, shrink=0.8, label="weight (row sums to 1)")
+    right.suptitle(
+        "the two heads' maps (one held-out sequence): t−1 and t−2 are the diagonals below the main one", fontsize=9
+    )

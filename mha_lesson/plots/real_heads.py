@@ -1,4 +1,4 @@
-"""Figures for lesson 13: a trained model's sentence similarities, its 72 heads' scores, and head ablation;
+"""Figures for lessons 15 and 16: a trained model's sentence similarities, its 72 heads' scores, and head ablation;
 syntax and co-reference heads, pruning on a task, and attention weighted by value norms."""
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def ablation_figure(fig: Figure, cosine: np.ndarray) -> None:
     right.legend(handles=handles, fontsize=7, ncols=2)
 
 
-# Syntax and co-reference heads, pruning on a task, value-norm weighting (lesson 13, sections 7-9) -------------
+# Syntax and co-reference heads, pruning on a task, value-norm weighting (lesson 15, sections 7-9) -------------
 
 
 def frame_cells(ax: Axes, rows: Sequence[int], cols: Sequence[int], colour: str = "red", **style: object) -> Rectangle:
@@ -276,3 +276,19 @@ def sink_figure(fig: Figure, sinks: Mapping[str, Mapping], threshold: float = 0.
     norms.set_title("How much a token can add through a head")
     norms.legend()
     norms.grid(alpha=0.3)
+
+
+def order_curve_figure(
+    ax: Axes, fractions: np.ndarray, retrieval: np.ndarray, gap: np.ndarray, intact_gap: float
+) -> None:
+    """The same pruning order measured two ways, as a fraction of the intact model: retrieval and the order gap."""
+    ax.plot(fractions, np.asarray(retrieval) / retrieval[0], "-", marker=".", label="paraphrase retrieval accuracy")
+    ax.plot(fractions, np.asarray(gap) / intact_gap, "--", marker="o", label="word-order gap 1 − cos(s, swapped s)")
+    ax.axhline(0, color="grey", linewidth=1)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.05, 1.1)
+    ax.set_xlabel("fraction of the heads switched off (zero-ablation, retrieval's order)")
+    ax.set_ylabel("score / intact model's score")
+    ax.set_title("One pruning order, two measures")
+    ax.legend(loc="lower left")
+    ax.grid(alpha=0.3)

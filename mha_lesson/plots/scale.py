@@ -1,4 +1,4 @@
-"""Lesson 14's figures: tiled attention's memory and tiles, time, decoding cost, RoPE, windows, pre/post-LN."""
+"""Lesson 17's figures: tiled attention's memory and tiles, time, decoding cost, RoPE, windows, pre/post-LN."""
 
 from __future__ import annotations
 
@@ -168,7 +168,7 @@ def ln_plot(fig: Figure, stream: Mapping[str, np.ndarray], depths: np.ndarray, g
     """Left: a token's norm in the residual stream per layer; right: last layer's w_2 gradient norm against depth."""
     ax_s, ax_g = fig.subplots(1, 2)
     colours = {"post": STANDARD, "pre": TILED}
-    names = {"post": "post-LN (original Transformer, BERT)", "pre": "pre-LN (GPT-2 and later)"}
+    names = {"post": "post-LN (original Transformer, BERT)", "pre": "pre-LN (GPT-2, Llama, Mistral)"}
     for norm, values in stream.items():
         ax_s.plot(np.arange(len(values)), values, "o-", ms=3, color=colours[norm], label=names[norm])
     ax_s.set(xlabel="layer (0 = the input)", ylabel="mean norm of a token's vector",

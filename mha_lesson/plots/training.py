@@ -1,4 +1,4 @@
-"""Figures for lesson 11 (training heads from scratch): the h sweep beside the Transformer paper, accuracy while
+"""Figures for lesson 13 (training heads from scratch): the h sweep beside the Transformer paper, accuracy while
 training, where each trained head looks, and the low-rank fits of one head's attention."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..demos.one_head import Table3Row
-from ..demos.training import OFFSETS
+from ..demos.training import OFFSETS, Frames
 from .attention import weight_colour
 from .one_head import HEAD_COLOURS
 
@@ -174,3 +174,55 @@ def paper_panel(ax: Axes, rows: Sequence[Table3Row]) -> Axes:
     lines = ax.get_lines()[:1] + twin.get_lines()
     ax.legend(lines, [line.get_label() for line in lines], loc="lower center", fontsize=8)
     return twin
+
+
+def seed_curves(ax: Axes, steps: np.ndarray, runs: Mapping[str, np.ndarray], colours: Mapping[str, str]) -> None:
+    """Held-out both-right accuracy against training step, one thin line per seed (runs: label -> (seeds, C))."""
+    for label, acc in runs.items():
+        for s, row in enumerate(acc):
+            ax.plot(steps, row, "o-", ms=2, lw=1, color=colours[label], alpha=0.8, label=label if s == 0 else None)
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_xlim(0, steps[-1])
+    ax.set_xlabel("training step")
+    ax.set_ylabel("held out: both lookups right")
+    ax.legend(loc="lower right", fontsize=8)
+
+
+def plateau_figure(fig: Figure, frames: Frames, tokens: np.ndarray) -> None:
+    """The training loss with the frames marked (top) and each head's map at each frame (rows = heads).
+
+    frames: demos.training.Frames; tokens (n,): the held-out sequence the maps show (named in the title).
+    """
+    top, bottom = fig.subfigures(2, 1, height_ratios=(1, 1.6))
+    ax = top.subplots()
+    window = 10  # a running mean: single steps are noisy
+    mean = np.convolve(frames.losses, np.ones(window) / window, mode="valid")
+    ax.plot(np.arange(window, len(frames.losses) + 1), mean, color="tab:blue", label="training loss (mean of 10 steps)")
+    ax.plot(frames.steps, frames.loss, "o", color="tab:red", ms=4, label="held-out loss at each frame")
+    for step in frames.steps:
+        ax.axvline(step, color="0.7", lw=0.8, ls=":")
+    ax.set(yscale="log", xlabel="training step", ylabel="loss (nats)", xlim=(0, frames.steps[-1] + 10))
+    ax.legend(fontsize=8, loc="upper right")
+    h = frames.attention.shape[1]
+    axes = bottom.subplots(h, len(frames.steps), squeeze=False)
+    n = frames.attention.shape[-1]
+    im = None
+    for c, step in enumerate(frames.steps):
+        for i in range(h):
+            a = axes[i, c]
+            im = a.imshow(frames.attention[c, i], vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
+            one, two = frames.masses[c, i, 1:3]
+            a.set_title(f"step {step}\n{one:.2f} | {two:.2f}", fontsize=8)
+            a.set_xticks([0, n - 1] if i == h - 1 else [])
+            a.set_yticks([0, n - 1] if c == 0 else [])
+            a.tick_params(labelsize=7, length=2)
+    for i in range(h):
+        axes[i, 0].set_ylabel(f"head {i}\nquery position", fontsize=8)
+    for c in range(len(frames.steps)):
+        axes[-1, c].set_xlabel("key position", fontsize=7)
+    bottom.colorbar(im, ax=axes, shrink=0.8, label="attention weight")
+    bottom.suptitle(
+        f"each head's attention on held-out sequence 0 ({'-'.join(str(int(t)) for t in tokens[:4])}...); "
+        "titles: mean weight 1 back | 2 back over all held-out sequences",
+        fontsize=8.5,
+    )

@@ -1,4 +1,4 @@
-"""Lesson 12's explorer: scrub through the saved snapshots of the induction runs and watch the heads form.
+"""Lesson 14's explorer: scrub through the saved snapshots of the induction runs and watch the heads form.
 
 Every snapshot (maps, losses, scores) is computed once by mha_lesson.demos.circuits.trained_runs; a move only
 swaps precomputed arrays into the images and moves the loss marker.
@@ -132,5 +132,5 @@ class CheckpointExplorer(Explorer):
 
 
 def checkpoint_explorer(**values: Any) -> CheckpointExplorer:
-    """The snapshot explorer of lesson 12."""
+    """The snapshot explorer of lesson 14."""
     return CheckpointExplorer(**values)

@@ -1,4 +1,4 @@
-"""Lesson 8's explorer: where the n² parts of attention overtake the n parts, for any n, d_model and h."""
+"""Lesson 10's explorer: where the n² parts of attention overtake the n parts, for any n, d_model and h."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lesson 10's explorers: cross-attention shapes, and a head that attends by position.
+"""Explorers of lessons 7 and 12: cross-attention shapes (lesson 7), and a head that attends by position (lesson 12).
 
 attention_shapes is the cross-attention explorer's pure compute (tests call it); the position head's numbers
 come from the core module mha_lesson.demos.connections. The explorers only draw their results.
@@ -183,7 +183,7 @@ class CrossAttentionExplorer(Explorer):
 
 
 def cross_attention_explorer(**values: Any) -> CrossAttentionExplorer:
-    """The cross-attention explorer of lesson 10."""
+    """The cross-attention explorer of lesson 7."""
     return CrossAttentionExplorer(**values)
 
 
@@ -242,5 +242,5 @@ class PositionHeadExplorer(Explorer):
 
 
 def position_head_explorer(**values: Any) -> PositionHeadExplorer:
-    """The position-head explorer of lesson 10."""
+    """The position-head explorer of lesson 12."""
     return PositionHeadExplorer(**values)

@@ -17,7 +17,7 @@ from ._base import Explorer, divisors
 D_MODELS = (64, 128, 256, 384, 512, 768, 1024)
 # Powers of two up to 8192 tokens: every count is a formula, so the cap only keeps the axes readable.
 LENGTHS = tuple(2**i for i in range(4, 14))
-ATTENTION = ("scores", "weighted_sum")  # the parts the seed note's "same cost as one head" is about
+ATTENTION = ("scores", "weighted_sum")  # the parts the common "same cost as one head" claim is about
 
 # Fixed axis ranges, from the smallest to the largest value the controls can reach: the axes never rescale,
 # so a move shows what really grew (and only the bars and lines need redrawing, see Explorer.animate).

@@ -1,4 +1,4 @@
-"""Lesson 13's head browser: pick a layer and a head of all-MiniLM-L6-v2, type a sentence, see that head's map."""
+"""Lesson 15's head browser: pick a layer and a head of all-MiniLM-L6-v2, type a sentence, see that head's map."""
 
 from __future__ import annotations
 

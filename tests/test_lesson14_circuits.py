@@ -1,4 +1,4 @@
-"""Lesson 12's computed claims, through the same helper calls the notebook makes: the trained one- and two-layer
+"""Lesson 14's computed claims, through the same helper calls the notebook makes: the trained one- and two-layer
 models, the phase change, MiniLM's circuit ranks and detector scores, and the hand-built model's composed circuit."""
 
 import math
@@ -200,3 +200,48 @@ def test_repeated_word_pieces_are_cls_two_copies_sep(minilm):
         assert minilm.tokenizer.id_to_token(int(row[-1])) == "[SEP]"
         np.testing.assert_array_equal(row[1:6], row[6:11])
         assert len(set(row[1:6].tolist())) == 5
+
+
+def test_copy_ambiguity_against_a_hand_made_batch_and_the_birthday_formula():
+    # Two sequences, k = 4: "a b a c | a b a c ..." (a repeats) and "a b c d | a b c d ..." (distinct).
+    n = 10
+    tokens = np.array([[0, 1, 0, 2, 0, 1, 0, 2, 5, 6], [0, 1, 2, 3, 0, 1, 2, 3, 5, 6]])
+    pos = np.arange(n)
+    scored = ((pos >= 4) & (pos <= 6))[None, :, None].repeat(2, axis=0)
+    batch = training.Batch(tokens, np.roll(tokens, -1, axis=1)[..., None], scored / scored.sum(axis=(0, 1)))
+    predicted = np.roll(tokens, -1, axis=1)  # a perfect model
+    predicted[0, 4] = 9  # wrong on one ambiguous query
+    got = dc.copy_ambiguity(batch, predicted)
+    assert got["sequences_with_repeat"] == 0.5
+    # Sequence 0: query 4 (a): earlier a's at 0 and 2, followed by b and c (ambiguous); the last one's follower c is
+    # wrong (b follows). Query 5 (b): a, right. Query 6 (a): followers b, c, b (ambiguous); the last, b, is wrong.
+    # Sequence 1: every query unambiguous and right.
+    assert got["ambiguous_queries"] == pytest.approx(2 / 6)
+    assert got["last_occurrence_rule"] == pytest.approx(4 / 6)
+    assert got["model_unambiguous"] == 1 and got["model_ambiguous"] == 0.5
+    # The make_batch rate against 1 - prod(1 - i/vocab), averaged over the repeat lengths.
+    c = training.TASKS["induction"]
+    big = training.make_batch("induction", np.random.default_rng(1), 20000, c["n"], c["vocab"])
+    ks = range(training.REPEAT[0], training.REPEAT[1] + 1)
+    formula = np.mean([1 - math.prod(1 - i / c["vocab"] for i in range(k)) for k in ks])
+    assert dc.copy_ambiguity(big)["sequences_with_repeat"] == pytest.approx(formula, abs=0.01)
+
+
+def test_copying_scores_against_a_loop_and_layer_2_copies(runs):
+    two = runs[2]
+    model = two.result.trainer.model
+    for layer in (0, 1):
+        params = model.layers[layer]
+        loop = []
+        for i in range(params.h):
+            rows = slice(i * params.d_k, (i + 1) * params.d_k)
+            hits = 0
+            for a in range(len(model.arrays["embed"])):
+                e = model.arrays["embed"][a].astype(np.float64)
+                logits = e @ params.w_v[:, rows] @ params.w_o[rows] @ model.arrays["readout.w"]
+                hits += int(np.argmax(logits) == a)
+            loop.append(hits / len(model.arrays["embed"]))
+        np.testing.assert_allclose(dc.copying_scores(two, layer), loop)
+    assert dc.copying_scores(two, 1).min() > 0.9  # both induction-layer heads copy
+    with pytest.raises(ValueError, match="layer"):
+        dc.copying_scores(two, 2)

@@ -1,5 +1,6 @@
-"""Lesson 14's claims, through the helpers the notebook calls, checked against hand computations, loops, finite
-differences and closed forms; and the explorers' computes and what each control changes."""
+"""Lesson 17's claims, through the helpers the notebook calls, checked against hand computations, loops and closed
+forms; and the explorers' computes and what each control changes. RoPE, windows, causal alignment of a chunk and
+pre-/post-LN moved with lesson 18: tests/test_lesson18_positions.py."""
 
 import dataclasses
 import math
@@ -13,10 +14,7 @@ from matplotlib.colors import to_hex
 import mha_lesson as mha
 from mha_lesson.aids import flashcards as fc
 from mha_lesson.demos import scale as sc
-from mha_lesson.demos.toy import TOKENS
-from mha_lesson.encoder import encoder_layer, layer_norm
 from mha_lesson.plots.scale import rolling_median
-from mha_lesson.rope import rope_angles
 from mha_lesson.widgets import scale as ws
 
 # --- section 1: the online softmax and tiled attention's memory ------------------------------------------------
@@ -168,7 +166,7 @@ def test_heads_sharing_k_and_v_still_differ_but_sharing_q_too_makes_copies():
         assert sc.group_differences(w, pooled.group_size).min() > 0.1
         _, copies = mha.multi_head_attention_loop(x, x, x, sc.queries_shared(pooled))
         assert sc.group_differences(copies, pooled.group_size).max() < 1e-12
-        if h_kv == 1:  # lesson 9's mistake: every head computes one map
+        if h_kv == 1:  # lesson 11's mistake: every head computes one map
             assert np.abs(copies - copies[0]).max() < 1e-12
 
 
@@ -176,125 +174,6 @@ def test_group_differences_against_a_loop():
     w = np.random.default_rng(0).random((4, 3, 3))
     expected = [np.abs(w[0] - w[1]).max(), np.abs(w[2] - w[3]).max()]
     np.testing.assert_allclose(sc.group_differences(w, 2), expected)
-
-
-# --- section 4: RoPE ------------------------------------------------------------------------------------------------
-
-
-def _rotation(d_k, position, base=10000.0):
-    """RoPE's (d_k, d_k) rotation for one position, half-split pairs, built entry by entry."""
-    r = np.zeros((d_k, d_k))
-    for j in range(d_k // 2):
-        angle = position * base ** (-2 * j / d_k)
-        a, b = j, j + d_k // 2
-        r[a, a], r[a, b], r[b, a], r[b, b] = math.cos(angle), -math.sin(angle), math.sin(angle), math.cos(angle)
-    return r
-
-
-def test_rope_scores_depend_only_on_the_offset():
-    q, k = np.random.default_rng(2).normal(size=(2, 16))
-    table = sc.rope_score_table(q, k, 12)
-    assert sc.offset_spread(table) < 1e-12
-    for m, n in ((0, 5), (7, 3), (11, 11)):  # q^T R(n - m) k with a hand-built rotation
-        assert table[m, n] == pytest.approx(q @ _rotation(16, n - m) @ k, abs=1e-12)
-    assert sc.offset_spread(np.subtract.outer(np.arange(4.0), np.arange(4.0))) == 0  # constant diagonals
-    assert sc.offset_spread(np.array([[0.0, 1.0], [2.0, 5.0]])) == 5
-
-
-def test_interleaved_rope_is_a_complex_rotation_and_a_permutation_of_half_split():
-    x = np.random.default_rng(3).normal(size=(2, 6, 8))
-    turned = sc.rope_interleaved(x)
-    angles = rope_angles(np.arange(6), 8)  # (6, 4): pair j turns by m θ_j
-    as_complex = (x[..., 0::2] + 1j * x[..., 1::2]) * np.exp(1j * angles)
-    np.testing.assert_allclose(turned[..., 0::2] + 1j * turned[..., 1::2], as_complex, atol=1e-14)
-    order = sc.half_split_order(8)
-    assert order.tolist() == [0, 2, 4, 6, 1, 3, 5, 7]
-    np.testing.assert_allclose(turned[..., order], mha.rope(x[..., order]), atol=1e-14)
-
-
-def test_rope_previous_token_head_without_positions():
-    w = sc.rope_previous_token_head()
-    n = len(TOKENS)
-    assert all(w[i].argmax() == i - 1 and w[i, i - 1] > 0.95 for i in range(1, n))
-    np.testing.assert_allclose(sc.rope_previous_token_head(start=1000), w, atol=1e-12)
-    flat = sc.rope_previous_token_head(use_rope=False)
-    np.testing.assert_allclose(flat, mha.causal_mask(n) / np.arange(1, n + 1)[:, None], atol=1e-15)
-
-
-# --- section 5: sliding windows -------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("window", [2, 4, 5])
-def test_receptive_field_grows_by_window_minus_one_per_layer(window):
-    n = 30
-    mask = mha.sliding_window_mask(n, window)
-    assert mask.sum() == n * window - window * (window - 1) // 2
-    for depth in range(1, 5):
-        reach = mha.receptive_field(mask, depth)
-        for i in range(n):  # an explicit interval for every position
-            expected = np.zeros(n, bool)
-            expected[max(0, i - depth * (window - 1)) : i + 1] = True
-            np.testing.assert_array_equal(reach[i], expected)
-
-
-# --- section 6: pre-LN against post-LN --------------------------------------------------------------------------------
-
-
-def test_layer_norm_backward_against_finite_differences():
-    rng = np.random.default_rng(4)
-    x, gamma, g = rng.normal(size=(3, 6)), rng.normal(size=6), rng.normal(size=(3, 6))
-    grad = sc.layer_norm_backward(x, gamma, g)
-    eps = 1e-6
-    for idx in np.ndindex(x.shape):
-        dx = np.zeros_like(x)
-        dx[idx] = eps
-        up, down = (np.sum(g * layer_norm(x + sign * dx, gamma, 0 * gamma)) for sign in (1, -1))
-        numeric = (up - down) / (2 * eps)
-        assert grad[idx] == pytest.approx(numeric, abs=1e-8)
-
-
-@pytest.mark.parametrize("norm", ["pre", "post"])
-def test_last_layer_step_by_step_matches_encoder_layer(norm):
-    layer = sc.init_stack(1)[0]
-    x = sc.stack_inputs()
-    out, _, _ = sc.last_layer_ffn(x, layer, norm)
-    expected, _ = encoder_layer(x, layer, norm=norm)
-    if norm == "pre":  # the model's final layer norm comes after the last layer
-        expected = layer_norm(expected, np.ones(sc.LN_D_MODEL), np.zeros(sc.LN_D_MODEL), layer.eps)
-    np.testing.assert_allclose(out, expected, atol=1e-12)
-
-
-@pytest.mark.parametrize("norm", ["pre", "post"])
-def test_last_ffn_gradient_against_finite_differences(norm):
-    layers = 3
-    grad = sc.last_ffn_gradient(layers, norm)
-    stack = sc.init_stack(layers)
-    x = sc.stack_inputs()
-    for params in stack[:-1]:
-        x, _ = encoder_layer(x, params, norm=norm)
-    r = np.random.default_rng(1).standard_normal(x.shape)  # the read-out last_ffn_gradient uses (seed + 1)
-
-    def loss(w_2):
-        last = dataclasses.replace(stack[-1], ffn=dataclasses.replace(stack[-1].ffn, w_2=w_2))
-        return np.sum(r * sc.last_layer_ffn(x, last, norm)[0])
-
-    w_2, eps = stack[-1].ffn.w_2, 1e-6
-    for idx in ((0, 0), (17, 5), (255, 63)):
-        dw = np.zeros_like(w_2)
-        dw[idx] = eps
-        assert grad[idx] == pytest.approx((loss(w_2 + dw) - loss(w_2 - dw)) / (2 * eps), rel=1e-5, abs=1e-8)
-
-
-def test_the_lessons_pre_and_post_ln_claims():
-    stack = sc.init_stack(24)
-    post, pre = (sc.stream_norms(sc.stack_inputs(), stack, norm) for norm in ("post", "pre"))
-    np.testing.assert_allclose(post, math.sqrt(sc.LN_D_MODEL), rtol=1e-4)  # a layer norm's output, every layer
-    assert pre[-1] > 3 * pre[0]
-    g = {norm: [np.linalg.norm(sc.last_ffn_gradient(L, norm)) for L in (1, 32)] for norm in ("post", "pre")}
-    assert g["post"][1] / g["post"][0] > 0.6  # about flat in depth
-    assert g["pre"][1] / g["pre"][0] < 0.35  # falls, roughly like 1/sqrt(L) (0.18)
-    with pytest.raises(ValueError, match=r"^norm: expected 'pre' or 'post'"):
-        sc.last_ffn_gradient(2, "middle")
 
 
 # --- the explorers ---------------------------------------------------------------------------------------------------
@@ -366,13 +245,55 @@ def test_gqa_explorer_controls():
 
 
 def test_the_lessons_flashcards_state_computed_numbers():
-    cards = {c.question: c.answer for c in fc.load_deck() if c.section.startswith("Lesson 14")}
+    cards = {c.question: c.answer for c in fc.load_deck() if c.section.startswith("Lesson 17")}
     kv = next(a for q, a in cards.items() if "How many bytes does a decoder's KV cache" in q)
     assert mha.cost.kv_cache_bytes(32, 4096, 32, 128, np.float16) == 2 * 2**30 and "2 GiB" in kv
     assert mha.cost.kv_cache_bytes(32, 4096, 8, 128, np.float16) == 2**29 and "0.5 GiB" in kv
-    reach = next(a for q, a in cards.items() if "sliding-window" in q)
-    assert f"{32 * 4096:,}" in reach
     group = next(a for q, a in cards.items() if "which K/V head does query head i read" in q)
     assert "i // (h / h_kv)" in group
     params = mha.init_params(8, 4, h_kv=2)  # d_k = 2: query head 3 reads key/value head 3 // 2 = 1
     np.testing.assert_array_equal(params.w_k_head(3), params.w_k[:, 2:4])
+
+
+# --- what GQA costs MiniLM ------------------------------------------------------------------------------------------
+
+
+def test_pooled_minilm_equals_a_plain_model_with_each_groups_mean_repeated(minilm):
+    """GQA through h_kv against an independent route: every head keeps its slot, with its group's mean K and V."""
+    h, d_k = minilm.h, minilm.layers[0].attn.d_k
+    pooled = sc.pooled_minilm(minilm, 4)
+
+    def repeated(a):  # (..., h*d_k) -> each head's block replaced by the mean of its group of 3
+        blocks = a.reshape(*a.shape[:-1], 4, 3, d_k).mean(axis=-2, keepdims=True)
+        return np.broadcast_to(blocks, (*a.shape[:-1], 4, 3, d_k)).reshape(*a.shape[:-1], h * d_k)
+
+    def shared(attn):  # the same plain h-head layer, each head reading its group's mean K and V
+        kv = {name: repeated(getattr(attn, name)) for name in ("w_k", "w_v", "b_k", "b_v")}
+        return dataclasses.replace(attn, **kv)
+
+    layers = tuple(dataclasses.replace(layer, attn=shared(layer.attn)) for layer in minilm.layers)
+    plain = dataclasses.replace(minilm, layers=layers)
+    assert pooled.layers[0].attn.h_kv == 4 and plain.layers[0].attn.h_kv == h
+    sentences = ["The cat sat on the mat.", "A dog slept in the sun all afternoon."]
+    np.testing.assert_allclose(pooled.encode(sentences), plain.encode(sentences), atol=2e-5)
+
+
+def test_gqa_retrieval_recomputes_the_shipped_numbers(minilm):
+    got = sc.gqa_retrieval(minilm)
+    shipped = sc.GQA_RETRIEVAL
+    np.testing.assert_array_equal(got["h_kv"], shipped["h_kv"])
+    # One sentence is 1/212: allow one to flip on another BLAS; the graded numbers to 1e-4.
+    np.testing.assert_allclose(got["accuracy"], shipped["accuracy"], atol=1 / 212 + 1e-9)
+    np.testing.assert_allclose(got["margin"], shipped["margin"], atol=1e-4)
+    np.testing.assert_allclose(got["cosine"], shipped["cosine"], atol=1e-4)
+    intact = sc.headscores.pruning_reference()
+    assert got["accuracy"][0] == pytest.approx(float(intact["intact_accuracy"]))
+    assert got["margin"][0] == pytest.approx(float(intact["intact_margin"]), abs=1e-5)
+    assert got["cosine"][0] == pytest.approx(1.0, abs=1e-5) and np.all(np.diff(shipped["margin"]) < 0)
+
+
+def test_the_gqa_quality_card_states_the_shipped_numbers():
+    cards = {c.question: c.answer for c in fc.load_deck() if c.section.startswith("Lesson 17")}
+    card = next(a for q, a in cards.items() if "mean-pooling MiniLM" in q)
+    margin, cosine = sc.GQA_RETRIEVAL["margin"], sc.GQA_RETRIEVAL["cosine"]
+    assert f"{margin[0]:.3f}" in card and f"{margin[-1]:.3f}" in card and f"cosine {cosine[-1]:.2f}" in card

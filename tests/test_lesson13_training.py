@@ -1,4 +1,4 @@
-"""Lesson 11 (training heads from scratch): the backward-step checks, the shipped h sweep (recomputed bit for bit)
+"""Lesson 13 (training heads from scratch): the backward-step checks, the shipped h sweep (recomputed bit for bit)
 and the claims the lesson prints from it, the low-rank fits, and the live training explorer's state machine."""
 
 import threading
@@ -189,6 +189,38 @@ def test_the_previous_token_pattern_needs_width_two_not_one(kl):
     assert p[d[1]] > 0.2 and p[d[2]] < 0.1 and p[d[15]] < 1e-9
 
 
+def test_a_width_one_head_can_make_the_previous_token_pattern_by_construction():
+    # Issue 23, item 1: v = (0, 1, -1, 2, -2, ..., 8), u_i = 4 sign(v_{i-1}), u_1 = -4, computed independently.
+    n = lesson.LOW_RANK_N
+    v = [0.0]
+    for m in range(1, n):
+        v.append(float((m + 1) // 2) if m % 2 else -float(m // 2))
+    u = [-4.0, -4.0] + [4.0 * np.sign(v[i - 1]) for i in range(2, n)]
+    want_u, want_v = lesson.alternating_previous_head(n)
+    np.testing.assert_array_equal(want_v[:, 0], v)
+    np.testing.assert_array_equal(want_u[1:, 0], u[1:])  # query 0 sees only itself: its weight is free
+    assert v[-1] == 8 and want_u.shape == want_v.shape == (n, 1)
+    scores = np.outer(u, v)
+    assert np.abs(scores).max() == 32
+    weights = []
+    for i in range(1, n):  # a softmax over the keys 0..i the causal mask leaves, written out
+        e = np.exp(scores[i, : i + 1] - scores[i, : i + 1].max())
+        weights.append(e[i - 1] / e.sum())
+    assert min(weights) >= 0.98
+    # Training from the construction beats the SVD start at the same number of Adam steps, by far.
+    target, mask = lesson.previous_target(n), causal_mask(n)
+    for steps in (lesson.FIT_STEPS, lesson.LONG_FIT_STEPS):  # 400: 0.18 vs 0.37; 2,000: 0.14 vs 0.27
+        svd = lesson.fit_low_rank(target, 1, mask, steps=steps).kl
+        built = lesson.fit_low_rank(target, 1, mask, steps=steps, start=(want_u, want_v)).kl
+        assert built < 0.7 * svd
+    assert lesson.fit_low_rank(target, 1, mask, steps=lesson.LONG_FIT_STEPS, start=(want_u, want_v)).kl < 0.15
+
+
+def test_fit_low_rank_rejects_a_start_of_the_wrong_shape():
+    with pytest.raises(ValueError, match="start"):
+        lesson.fit_low_rank(lesson.previous_target(16), 1, start=(np.zeros((16, 2)), np.zeros((16, 2))))
+
+
 def test_row_kl_against_a_loop_and_the_fit_is_a_real_head():
     rng = np.random.default_rng(3)
     t, w = mha.softmax(rng.normal(size=(4, 4)), axis=-1), mha.softmax(rng.normal(size=(4, 4)), axis=-1)
@@ -256,6 +288,41 @@ def test_train_runs_to_the_end_and_matches_train(small):
     assert not small.train_button.disabled and small.stop_button.disabled
     checks = run.view["checks"]
     np.testing.assert_array_equal(checks[:, 0], np.arange(0, 201, 20))  # one held-out point per redraw
+
+
+def test_the_explorer_can_open_on_a_finished_run_with_its_curves(monkeypatch):
+    monkeypatch.setattr(wt, "STEPS", 200)
+    monkeypatch.setattr(wt, "REDRAW", 20)
+    explorer = wt.TrainingExplorer(start_trained=True)
+    assert not explorer.running  # trained before the first picture, not on a thread
+    run = explorer.runs[2, 0]
+    assert explorer.data["state"] == "trained" and explorer.progress.value == 200
+    np.testing.assert_array_equal(run.trainer.losses, uninterrupted_losses())  # the same run as train()
+    np.testing.assert_array_equal(run.view["checks"][:, 0], np.arange(0, 201, 20))  # its accuracy curve
+    assert explorer.train_button.description == "Train again"
+    untrained = wt.TrainingExplorer()
+    assert untrained.data["state"] == "untrained" and explorer.image.value != untrained.image.value
+
+
+def test_plateau_frames_record_the_heads_of_one_uninterrupted_run():
+    frames = lesson.plateau_frames(steps=(0, 40, 60))
+    assert frames.attention.shape == (3, 2, 16, 16) and frames.masses.shape == (3, 2, 4)
+    np.testing.assert_array_equal(frames.losses, uninterrupted_losses(steps=60))
+    trainer = training.Trainer("two_lookups", h=2, seed=0)
+    trainer.run(40)
+    np.testing.assert_array_equal(frames.attention[1], trainer.attention()[0])
+    np.testing.assert_allclose(frames.masses[1], lesson.offset_masses(trainer)[0])
+    with pytest.raises(ValueError, match="^steps:"):
+        lesson.plateau_frames(steps=(0, 40, 40))
+
+
+def test_on_the_plateau_both_heads_split_their_weight_then_divide_the_lookups():
+    frames = lesson.plateau_frames()
+    on_plateau = frames.masses[frames.steps.index(400)]  # (h, 4)
+    assert np.all(np.abs(on_plateau[:, 1] - on_plateau[:, 2]) < 0.1)  # each head splits 1 back / 2 back evenly
+    after = frames.masses[-1]
+    assert sorted(after[:, 1:3].argmax(axis=1).tolist()) == [0, 1]  # one head 1 back, the other 2 back
+    assert frames.loss[-1] < frames.loss[frames.steps.index(400)] / 10
 
 
 def test_stop_then_train_again_resumes_exactly(small):

@@ -1,4 +1,4 @@
-"""Lesson 8's stated claims, through the same helper calls the notebook makes."""
+"""Lesson 10's stated claims, through the same helper calls the notebook makes."""
 
 import math
 
@@ -80,7 +80,7 @@ def test_ffn_flops_counted_from_a_real_encoder_layers_arrays():
 
 
 def test_block_crossover_is_three_times_the_sublayers_near_six_d_model():
-    """Lesson 8: with the 4x FFN the n work is 24·n·d², the n² work unchanged, so n* triples to about 6·d_model."""
+    """Lesson 10: with the 4x FFN the n work is 24·n·d², the n² work unchanged, so n* triples to about 6·d_model."""
     for _, d, h in cx.KNOWN_SIZES:
         block = cx.block_crossover_n(d, h)
         assert block == pytest.approx(24 * d * d / (4 * d + 5 * h))
