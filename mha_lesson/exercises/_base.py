@@ -134,3 +134,13 @@ def as_label_set(answer: object, labels: tuple[str, ...], what: str) -> set[str]
     if not chosen <= set(labels):
         return wrong(f"Use only {', '.join(map(repr, labels))}; got {sorted(chosen - set(labels))}.")
     return chosen
+
+
+def check_letter(answer: object, options: dict[str, str], correct: str, praise: str, hints: dict[str, str]) -> Feedback:
+    """A multiple-choice answer: one letter of options; the right one gets the praise, each wrong one its hint."""
+    if answer is None:
+        return wrong('Replace None with one letter, e.g. "a".')
+    letter = str(answer).strip().lower()
+    if letter not in options:
+        return wrong(f"Answer with one of the letters {', '.join(options)}.")
+    return right(praise) if letter == correct else wrong(hints[letter])

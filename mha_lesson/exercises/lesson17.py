@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import cost
 from ..tiled import DEFAULT_BLOCK
-from ._base import Feedback, as_number, as_whole_number, right, wrong
+from ._base import Feedback, as_number, as_whole_number, check_letter, right, wrong
 
 # Exercise 1: a 40-layer model with d_model 5120 and 40 query heads (d_k 128) sharing 8 key/value heads,
 # holding one 8,192-token sequence in bfloat16 (2 bytes per number).
@@ -119,19 +119,13 @@ OPTIONS = {
 
 def check_diagnosis(answer: object) -> Feedback:
     """Exercise 3: when does buggy_tiled go wrong? One letter of OPTIONS."""
-    if answer is None:
-        return wrong('Replace None with one letter, e.g. "a".')
-    letter = str(answer).strip().lower()
-    if letter not in OPTIONS:
-        return wrong(f"Answer with one of the letters {', '.join(OPTIONS)}.")
-    if letter == "b":
-        return right(
-            "out was summed with the old shift; when the max goes up it must be multiplied by exp(m_old - m_new) "
-            "like row_sum. If the first block holds the row's max, every factor is 1 and the bug is invisible."
-        )
     hints = {
         "a": "Try keys whose largest score is in the first block: does it still differ from the standard version?",
         "c": "Try a block that divides n exactly, with the largest score in the last block.",
         "d": "Try small scores (q and k of size about 1) with the largest one in the last block.",
     }
-    return wrong(hints[letter])
+    praise = (
+        "out was summed with the old shift; when the max goes up it must be multiplied by exp(m_old - m_new) "
+        "like row_sum. If the first block holds the row's max, every factor is 1 and the bug is invisible."
+    )
+    return check_letter(answer, OPTIONS, "b", praise, hints)

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import attention
 from ..rope import rope
-from ._base import Feedback, as_number, as_whole_number, right, wrong
+from ._base import Feedback, as_number, as_whole_number, check_letter, right, wrong
 
 # Exercise 1: four layers with causal windows of 8 keys, then two layers with windows of 3 keys.
 STACK_WINDOWS = (8, 8, 8, 8, 3, 3)
@@ -120,19 +120,13 @@ OPTIONS = {
 
 def check_value_rotation(answer: object) -> Feedback:
     """Exercise 3: what goes wrong when RoPE also turns the values? One letter of OPTIONS."""
-    if answer is None:
-        return wrong('Replace None with one letter, e.g. "a".')
-    letter = str(answer).strip().lower()
-    if letter not in OPTIONS:
-        return wrong(f"Answer with one of the letters {', '.join(OPTIONS)}.")
-    if letter == "b":
-        return right(
-            "The scores still depend on offsets only, so the weights do not move; but each value is turned by its "
-            "own position, so the same sentence at position 1,000 gives other outputs. RoPE turns q and k only."
-        )
     hints = {
         "a": "Compare the weights at positions 0..n-1 and 1000..1000+n-1: which part of the head made the scores?",
         "c": "Measure np.linalg.norm of the rotated values: does a rotation change a length?",
         "d": "Compare the outputs, not only the weights, at positions 0..n-1 and 1000..1000+n-1.",
     }
-    return wrong(hints[letter])
+    praise = (
+        "The scores still depend on offsets only, so the weights do not move; but each value is turned by its "
+        "own position, so the same sentence at position 1,000 gives other outputs. RoPE turns q and k only."
+    )
+    return check_letter(answer, OPTIONS, "b", praise, hints)
