@@ -180,8 +180,11 @@ def multi_head_attention_grads(
     n_q, n_kv = q.shape[-2], k.shape[-2]
     grad_output = as_float_array("grad_output", grad_output, 2)
     if grad_output.shape != (*lead, n_q, params.d_model):
+        # Name where the expected shape comes from: a q, k or v with an extra batch dimension changes it.
+        sources = ", ".join(f"{name} {a.shape}" for name, a in (("q", q), ("k", k), ("v", v)))
         raise ValueError(
-            f"grad_output: expected the output's shape {(*lead, n_q, params.d_model)}, got {grad_output.shape}"
+            f"grad_output: expected the output's shape {(*lead, n_q, params.d_model)} (batch dimensions {lead} "
+            f"broadcast from {sources}), got {grad_output.shape}"
         )
     check_finite("grad_output", grad_output)
     dtype = np.result_type(q, k, v, params.dtype, grad_output)

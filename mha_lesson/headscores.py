@@ -138,6 +138,8 @@ def uniform_baseline(lengths: Sequence[int]) -> dict[str, float]:
 def heads_above(score: np.ndarray, threshold: float) -> list[tuple[int, int]]:
     """(layers, heads) score -> every (layer, head) whose score exceeds threshold, in layer-then-head order."""
     score = as_finite_array("score", score, 2)
+    if score.ndim != 2:
+        raise ValueError(f"score: expected a 2-D (layers, heads) array, got shape {score.shape}")
     threshold = check_number("threshold", threshold)
     return [(int(li), int(hi)) for li, hi in zip(*np.nonzero(score > threshold), strict=True)]
 
@@ -356,13 +358,15 @@ def most_attended(word_weights: np.ndarray, candidates: np.ndarray) -> np.ndarra
     return np.where(allowed, w, -np.inf).argmax(axis=-1)
 
 
-def _check_arcs(arcs: Sequence[Sequence[tuple[int, int]]], sizes: Sequence[int]) -> int:
+def _check_arcs(arcs: Sequence[Sequence[tuple[int, int]]], sizes: Sequence[int], per: str) -> int:
     """Total number of arcs, or ValueError unless arcs holds one list of (dependent, head) word pairs per sentence.
 
-    sizes: each sentence's number of words; every index must lie in [0, size).
+    sizes: each sentence's number of words; every index must lie in [0, size). per: the argument that gave sizes.
     """
     if isinstance(arcs, str) or not isinstance(arcs, Sequence) or len(arcs) != len(sizes):
-        raise ValueError(f"arcs: expected one list of (dependent, head) per sentence ({len(sizes)}), got {arcs!r}")
+        raise ValueError(
+            f"arcs: expected one list of (dependent, head) per sentence of {per} ({len(sizes)}), got {arcs!r}"
+        )
     for sentence, m in zip(arcs, sizes, strict=True):
         for arc in sentence if isinstance(sentence, Sequence) else [sentence]:
             if not (isinstance(arc, Sequence) and len(arc) == 2 and all(is_int(i) and 0 <= i < m for i in arc)):
@@ -377,8 +381,10 @@ def relation_accuracy(predicted: Sequence[np.ndarray], arcs: Sequence[Sequence[t
     """Fraction of arcs (dependent, head) whose dependent's predicted word is the head: list of (..., m) -> (...)."""
     if isinstance(predicted, (str, np.ndarray)) or not isinstance(predicted, Sequence):
         raise ValueError(f"predicted: expected a list of each sentence's (..., m) predictions, got {predicted!r}")
+    if not predicted:
+        raise ValueError("predicted: expected at least one sentence's predictions, got an empty list")
     predicted = [as_finite_array(f"predicted[{s}]", p) for s, p in enumerate(predicted)]
-    _check_arcs(arcs, [p.shape[-1] if p.ndim else 0 for p in predicted])
+    _check_arcs(arcs, [p.shape[-1] if p.ndim else 0 for p in predicted], "predicted")
     hits = [
         np.asarray(p)[..., [d for d, _ in a]] == np.array([h for _, h in a])  # (..., arcs of this sentence)
         for p, a in zip(predicted, arcs, strict=True)
@@ -396,12 +402,14 @@ def offset_baseline(
     """
     if isinstance(candidates, (str, np.ndarray)) or not isinstance(candidates, Sequence):
         raise ValueError(f"candidates: expected a list of each sentence's (m,) boolean candidates, got {candidates!r}")
+    if not candidates:
+        raise ValueError("candidates: expected at least one sentence's candidates, got an empty list")
     candidates = [as_array(f"candidates[{s}]", c) for s, c in enumerate(candidates)]
     if not all(c.dtype == np.bool_ and c.ndim == 1 for c in candidates):
         raise ValueError("candidates: expected a 1-D boolean array (True = a candidate word) for each sentence")
     if isinstance(offsets, str) or not isinstance(offsets, Sequence) or not all(is_int(k) for k in offsets):
         raise ValueError(f"offsets: expected a list of integer offsets such as (-1, 1), got {offsets!r}")
-    total = _check_arcs(arcs, [len(c) for c in candidates])
+    total = _check_arcs(arcs, [len(c) for c in candidates], "candidates")
     hits = dict.fromkeys(offsets, 0)
     for cand, sentence_arcs in zip(candidates, arcs, strict=True):
         positions = np.flatnonzero(cand)  # word index of each candidate, in order

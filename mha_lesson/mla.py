@@ -232,7 +232,22 @@ class MLACache:
         return None if self._k_r is None else self._k_r[..., : self.n, :]
 
     def append(self, c_t: np.ndarray, k_r_t: np.ndarray) -> None:
-        """Add one token's latent (..., d_c) and RoPE key (..., d_rope)."""
+        """Add one token's latent (..., d_c) and RoPE key (..., d_rope), with the same leading (batch) shape."""
+        c_t = as_float_array("c_t", c_t)
+        k_r_t = as_float_array("k_r_t", k_r_t)
+        if c_t.shape[-1] == 0:
+            raise ValueError(f"c_t: expected a latent (..., d_c) with d_c >= 1, got shape {c_t.shape}")
+        if k_r_t.shape[-1] == 0 or k_r_t.shape[-1] % 2:
+            raise ValueError(f"k_r_t: expected a RoPE key (..., d_rope), d_rope positive and even, got {k_r_t.shape}")
+        if k_r_t.shape[:-1] != c_t.shape[:-1]:
+            raise ValueError(f"k_r_t: expected the batch shape {c_t.shape[:-1]} of c_t, got shape {k_r_t.shape}")
+        check_finite("c_t", c_t)
+        check_finite("k_r_t", k_r_t)
+        if self._c is not None:
+            for name, a, cached in (("c_t", c_t, self._c), ("k_r_t", k_r_t, self._k_r)):
+                expected = cached.shape[:-2] + cached.shape[-1:]
+                if a.shape != expected:
+                    raise ValueError(f"{name}: expected shape {expected} like the cached tokens, got {a.shape}")
         if self._c is None:
             self._c, self._k_r = (np.empty((*a.shape[:-1], 16, a.shape[-1]), a.dtype) for a in (c_t, k_r_t))
         if self.n == self._c.shape[-2]:  # full: double the capacity

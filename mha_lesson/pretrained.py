@@ -25,6 +25,7 @@ from ._checks import (
     check_float_dtype,
     check_number,
     check_positive_int,
+    check_size,
     is_int,
 )
 from .attention import padding_mask
@@ -161,8 +162,9 @@ class MiniLM:
         vocab, most = self.word_embeddings.shape[0], self.position_embeddings.shape[0]
         if ids.ndim < 1 or not 1 <= ids.shape[-1] <= most:
             raise ValueError(f"ids: expected shape (..., n) with 1 <= n <= {most} word pieces, got {ids.shape}")
-        if ids.min() < 0 or ids.max() >= vocab:
+        if ids.size and (ids.min() < 0 or ids.max() >= vocab):
             raise ValueError(f"ids: expected word-piece ids in [0, {vocab}), got {ids.min()}..{ids.max()}")
+        check_size("ids", "the token vectors", (*ids.shape, self.d_model), self.word_embeddings.dtype)
         n = ids.shape[-1]
         x = self.word_embeddings[ids] + self.position_embeddings[:n] + self.token_type_embedding
         return layer_norm(x, self.ln_gamma, self.ln_beta, self.eps)
@@ -172,8 +174,11 @@ class MiniLM:
     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """Last layer's token vectors (N, n, d_model) and, with need_weights, each layer's (N, h, n, n) weights."""
         need_weights = check_bool("need_weights", need_weights)
+        ids = as_int_array("ids", ids, 2)
+        x = self.embed(ids)  # checks the ids
         mask = padding_mask(lengths, ids.shape[-1])  # (N, 1, 1, n): padded keys hidden from every query
-        x = self.embed(ids)
+        if len(mask) != len(ids):
+            raise ValueError(f"lengths: expected {len(ids)} lengths, one per row of ids, got {len(mask)}")
         weights = []
         for layer in self.layers:
             x, w = encoder_layer(x, layer, mask, need_weights=need_weights)
@@ -205,7 +210,7 @@ class MiniLM:
     @_one_blas_thread
     def attentions_many(self, texts: list[str]) -> list[tuple[list[str], np.ndarray]]:
         """attentions() for many texts at once: one padded batch, each result cut back to its own n tokens."""
-        ids, lengths, tokens = self.tokenize(texts)
+        ids, lengths, tokens = self.tokenize(_check_sentences(texts, "texts"))
         _, weights = self.hidden_states(ids, lengths, need_weights=True)
         stacked = np.stack(weights, axis=1)  # (N, n_layers, h, n_max, n_max)
         # Padded keys got weight 0 and padded queries are dropped, so each slice equals the unpadded run.

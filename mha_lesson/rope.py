@@ -36,8 +36,10 @@ def rope(x: np.ndarray, positions: np.ndarray | None = None, base: float = 10000
     x = as_float_array("x", x, 2)
     check_finite("x", x)
     n, d_k = x.shape[-2:]
-    if d_k % 2:
-        raise ValueError(f"x: expected an even last dimension d_k (features are rotated in pairs), got {x.shape}")
+    if d_k % 2 or d_k == 0:
+        raise ValueError(
+            f"x: expected a positive even last dimension d_k (features are rotated in pairs), got {x.shape}"
+        )
     base = check_number("base", base, low=0.0)
     if positions is None:
         positions = np.arange(n)

@@ -188,6 +188,8 @@ def cross_entropy(logits: np.ndarray, targets: np.ndarray, weights: np.ndarray) 
     NaN in gives NaN out: logits that diverged give a NaN loss, which Trainer.step reports with its step number.
     """
     logits = as_float_array("logits", logits)
+    if logits.shape[-1] == 0:
+        raise ValueError(f"logits: expected a last (vocabulary) axis of at least one entry, got shape {logits.shape}")
     targets = _check_ids("targets", targets, logits.shape[-1])
     weights = as_finite_array("weights", weights, 0)
     for name, a in (("targets", targets), ("weights", weights)):
@@ -240,7 +242,12 @@ class Adam:
         self.v = np.zeros_like(params)  # running mean of squared gradients
 
     def step(self, grad: np.ndarray) -> None:
-        """One update: params -= lr * m_hat / (sqrt(v_hat) + eps)."""
+        """One update: params -= lr * m_hat / (sqrt(v_hat) + eps); grad is shaped like params and finite."""
+        grad = as_float_array("grad", grad, 0)
+        if grad.shape != self.params.shape:
+            # A scalar or a row would broadcast and silently update every parameter by the same rule.
+            raise ValueError(f"grad: expected the shape of params {self.params.shape}, got {grad.shape}")
+        check_finite("grad", grad)  # one NaN would silently turn every later update into NaN
         beta1, beta2, eps = ADAM
         self.t += 1
         self.m *= beta1

@@ -1,8 +1,9 @@
-"""Bad input, generated: every public function of the root library, one bad argument at a time, in a forked child.
+"""Bad input, generated: every public function and method of the root library, one bad argument at a time.
 
-Each function has one valid call (VALID). From its signature the sweep swaps one argument at a time for bad
-values chosen by the argument's annotation and name (None, strings, dicts, NaN and inf, wrong ndim, zero size,
-negative, fractional, boolean and huge sizes, complex and object arrays, malformed masks and flags). Every call
+Each function, and each public method bound to a small valid object, has one valid call (VALID). From its
+signature the sweep swaps one argument at a time for bad values chosen by the argument's annotation and name (None,
+strings, dicts, NaN and inf, wrong ndim, zero size, negative, fractional, boolean and huge sizes, complex and object
+arrays, malformed masks and flags). Every call
 runs in a forked child under a memory cap (1 GiB above what the parent holds) and a time limit, and ends in one
 of OUTCOMES. `python tests/bad_input_sweep.py` prints the counts; tests/test_bad_input_generated.py asserts.
 """
@@ -242,7 +243,40 @@ VALID: dict[Callable, dict] = {
     kv_cache.KVCache: {"window": 4, "sinks": 1},
     kv_cache.decode_step: {"x_t": X[0, 0], "params": P, "cache": kv_cache.KVCache()},
 }
-# Public functions the sweep leaves out, and why.
+# Public methods, bound to small valid objects. Every call runs in a forked child, so an append or a step changes
+# the child's copy only: each call starts from the same state (a cache holding one token, a fresh optimiser).
+KV = kv_cache.KVCache()
+KV.append(np.full((2, 4), 0.5), np.full((2, 4), 0.25))
+MLAC = mla.MLACache()
+MLAC.append(np.full(4, 0.5), np.full(2, 0.25))
+INDUCTION = circuits.hand_built_induction(5, 8)
+ADAM = training.Adam(np.zeros(3), 0.1)
+TRAINER = training.Trainer("two_lookups", h=2, steps=1, batch=2)
+TOKENS = np.array([1, 2, 1, 2])
+VALID |= {
+    P.w_q_head: {"i": 1},
+    P.w_k_head: {"i": 1},
+    P.w_v_head: {"i": 0},
+    P.w_o_head: {"i": 1},
+    P.b_head: {"name": "b_k", "i": 1},
+    P.arrays: {},
+    P.astype: {"dtype": np.float32},
+    P.without_heads: {"heads": [1]},
+    LAYER.without_heads: {"heads": [0]},
+    INDUCTION.residuals: {"tokens": TOKENS},
+    INDUCTION.logits: {"tokens": TOKENS},
+    INDUCTION.predict: {"tokens": TOKENS},
+    INDUCTION.attention: {"tokens": TOKENS},
+    ADAM.step: {"grad": np.full(3, 0.5)},
+    KV.append: {"k_t": np.full((2, 4), 0.5), "v_t": np.full((2, 4), 0.25)},
+    MLAC.append: {"c_t": np.full(4, 0.5), "k_r_t": np.full(2, 0.25)},
+    TRAINER.step: {},
+    TRAINER.evaluate: {},
+    TRAINER.readout_accuracy: {},
+    TRAINER.attention: {"tokens": np.arange(16)},
+    TRAINER.checkpoint: {},
+}
+# Public functions and methods the sweep leaves out, and why.
 LEFT_OUT = {
     "unchecked, as its docstring says": [
         attention.attend, multihead.kv_heads, multihead.attention_heads, tiled.rescale, training.init_model,
@@ -252,19 +286,35 @@ LEFT_OUT = {
         gradients.softmax_backward, gradients.scores_backward, gradients.scale_backward,
         gradients.shared_heads_backward,
     ],
-    "checks for other functions (their callers' calls cover them)": [attention.check_qkv, multihead.check_qk_norm],
+    "checks for other functions (their callers' calls cover them)": [
+        attention.check_qkv, multihead.check_qk_norm, projections.MHAParams.head_indices, pre.MiniLM.layer_heads,
+    ],
+    "runs as long as asked, steps=10**9 being 10**9 steps (tests/test_training)": [training.Trainer.run],
     "needs the MiniLM model or a training run (tests/test_pretrained, test_headscores, test_training)": [
         headscores.word_maps, headscores.relation_table, headscores.sink_scores, headscores.ablated_model,
         headscores.head_importance, headscores.prune_curve, headscores.pruning_results, headscores.pruning_reference,
         headscores.load_relations, headscores.antecedent_baselines, pre.MiniLM, pre.load_minilm, pre.head_ablation,
         pre.model_dir, pre.torch_reference, pre.corpus, training.forward, training.Trainer, training.train,
         circuits.InductionModel,
+        *(getattr(pre.MiniLM, m) for m in ("tokenize", "word_ids", "embed", "hidden_states", "encode", "attentions")),
+        pre.MiniLM.attentions_many, pre.MiniLM.without_heads,
     ],
     "records (dataclasses without checks of their own)": [
         headscores.Annotated, headscores.Paraphrase, training.Batch, training.Model, training.Checkpoint,
         training.TrainResult, gradients.Cache, pre.ModelNotInstalledError,
     ],
 }  # fmt: skip
+
+
+def public_methods() -> list[Callable]:
+    """Every public method (properties aside) of the classes among public_functions(), as plain functions."""
+    return [
+        obj
+        for cls in public_functions()
+        if inspect.isclass(cls)
+        for name, obj in vars(cls).items()
+        if not name.startswith("_") and inspect.isfunction(obj)
+    ]
 
 
 def public_functions() -> list[Callable]:

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 
 import mha_lesson as m
+from mha_lesson import gradients, headscores, training
 from mha_lesson.cost import attention_memory_bytes, flop_count, param_count
+from mha_lesson.rope import rope
 
 P = m.init_params(8, 2, bias=True, seed=0)
 X = np.random.default_rng(0).normal(size=(2, 5, 8))
@@ -102,6 +104,19 @@ BAD = {
     "param_count naive h": ("h", lambda: param_count(8, 0, split=False)),
     "memory batch": ("batch", lambda: attention_memory_bytes(4, 4, 2, batch=0)),
     "memory n_kv": ("n_kv", lambda: attention_memory_bytes(4, 2.5, 2)),
+    # The caller's argument, not the one an internal check would have blamed.
+    "rope zero-width x": ("x", lambda: rope(X[..., :0])),
+    "heads_above 3-D score": ("score", lambda: headscores.heads_above(np.eye(2)[None], 0.5)),
+    "relation_accuracy no sentences": ("predicted", lambda: headscores.relation_accuracy([], [[(0, 1)]])),
+    "offset_baseline no sentences": ("candidates", lambda: headscores.offset_baseline([], [[(0, 1)]])),
+    "relation_accuracy arcs per sentence": (
+        "arcs",
+        lambda: headscores.relation_accuracy([np.array([1, 0])] * 2, [[(0, 1)]]),
+    ),
+    "cross_entropy empty vocabulary": (
+        "logits",
+        lambda: training.cross_entropy(np.zeros((2, 0)), np.zeros(2, int), np.ones(2)),
+    ),
 }
 
 
@@ -109,6 +124,13 @@ BAD = {
 def test_bad_input_raises_a_value_error_naming_the_argument(name, call):
     with pytest.raises(ValueError, match=rf"^{re.escape(name)}: expected .*got"):
         call()
+
+
+@pytest.mark.parametrize("arg", ["q", "k", "v"])
+def test_grads_with_an_extra_batch_dimension_name_where_the_output_shape_comes_from(arg):
+    qkv = {"q": X, "k": X, "v": X} | {arg: X[None]}
+    with pytest.raises(ValueError, match=rf"^grad_output: expected .* broadcast from .*{arg} \(1, 2, 5, 8\).*got"):
+        gradients.multi_head_attention_grads(**qkv, params=P, grad_output=X)
 
 
 def memory_error(max_bytes=None):

@@ -135,3 +135,35 @@ def test_decoding_with_other_params_is_refused():
         mla_decode_step(np.zeros(8), init_mla_params(8, 2, 6, 2), cache)
     with pytest.raises(ValueError, match=r"^x_t: expected batch shape \(\) like the cached tokens, got \(2, 8\)"):
         mla_decode_step(np.zeros((2, 8)), init_mla_params(8, 2, 4, 2), cache)
+
+
+CACHE_BAD = {
+    "c_t None": ("c_t", lambda c: c.append(None, np.zeros(2))),
+    "c_t a string": ("c_t", lambda c: c.append("abc", np.zeros(2))),
+    "c_t complex": ("c_t", lambda c: c.append(np.zeros(4) + 1j, np.zeros(2))),
+    "c_t NaN": ("c_t", lambda c: c.append(np.full(4, np.nan), np.zeros(2))),
+    "c_t empty": ("c_t", lambda c: c.append(np.zeros(0), np.zeros(2))),
+    "k_r_t inf": ("k_r_t", lambda c: c.append(np.zeros(4), np.full(2, np.inf))),
+    "k_r_t odd": ("k_r_t", lambda c: c.append(np.zeros(4), np.zeros(3))),
+    "k_r_t another batch": ("k_r_t", lambda c: c.append(np.zeros((2, 4)), np.zeros((3, 2)))),
+}
+
+
+@pytest.mark.parametrize("name, call", CACHE_BAD.values(), ids=CACHE_BAD.keys())
+def test_a_bad_append_names_the_argument_and_stores_nothing(name, call):
+    cache = MLACache()
+    with pytest.raises(ValueError, match=rf"^{name}: expected .*got"):
+        call(cache)
+    assert len(cache) == 0 and cache.latents is None
+
+
+def test_an_append_unlike_the_cached_tokens_is_refused_and_stores_nothing():
+    cache = MLACache()
+    cache.append(np.full(4, 0.5), np.full(2, 0.25))
+    with pytest.raises(ValueError, match=r"^c_t: expected shape \(4,\) like the cached tokens, got \(6,\)"):
+        cache.append(np.zeros(6), np.zeros(2))
+    with pytest.raises(ValueError, match=r"^k_r_t: expected shape \(2,\) like the cached tokens, got \(4,\)"):
+        cache.append(np.zeros(4), np.zeros(4))
+    with pytest.raises(ValueError, match=r"^c_t: expected shape \(4,\) like the cached tokens, got \(2, 4\)"):
+        cache.append(np.zeros((2, 4)), np.zeros((2, 2)))
+    assert len(cache) == 1 and cache.latents.tolist() == [[0.5] * 4] and cache.rope_keys.tolist() == [[0.25] * 2]

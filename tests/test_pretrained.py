@@ -223,3 +223,79 @@ def test_head_browser_names_punctuation_and_prints_weights_at_10_css_pixels(mini
     assert labels[-2:] == [". (period)", "[SEP]"]  # a lone "." would be a speck
     sizes = {t.get_fontsize() * browser.css_dpi / 72 for t in browser.ax.texts}
     assert len(browser.ax.texts) == len(labels) ** 2 and sizes == {10}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda m: m.encode(["fine", "a\ud800b"]), lambda m: m.tokenize(["a\ud800b"]), lambda m: m.word_ids(["a\ud800b"])],
+    ids=["encode", "tokenize", "word_ids"],
+)
+def test_a_lone_surrogate_is_a_value_error_naming_the_text(minilm, call):
+    with pytest.raises(ValueError, match=r"^sentences: expected valid Unicode text, got a lone surrogate '\\ud800'"):
+        call(minilm)
+
+
+def test_a_lone_surrogate_in_attentions_names_text_or_texts(minilm):
+    with pytest.raises(ValueError, match=r"^text: expected valid Unicode text, got a lone surrogate"):
+        minilm.attentions("a\ud800b")
+    with pytest.raises(ValueError, match=r"^texts: expected valid Unicode text, .* of item 1"):
+        minilm.attentions_many(["fine", "a\ud800b"])
+
+
+def test_encode_takes_a_numpy_integer_batch_size(minilm):
+    texts = ["A cat sat on the mat.", "Dogs bark.", "It rained all day in the city."]
+    np.testing.assert_allclose(minilm.encode(texts, batch_size=np.int64(2)), minilm.encode(texts), atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "dtype, why",
+    [(np.float16, "float16 overflows inside"), (int, "expected a floating-point dtype"), (None, "numeric dtype")],
+)
+def test_load_minilm_refuses_float16_and_integer_dtypes_naming_dtype(dtype, why):
+    with pytest.raises(ValueError, match=rf"^dtype: .*{why}.*got"):
+        pretrained.load_minilm(dtype)
+
+
+def test_head_importance_refuses_strings_as_pairs(minilm):
+    from mha_lesson import headscores
+
+    with pytest.raises(ValueError, match="^pairs: expected every pair to be a tuple .*not a string"):
+        headscores.head_importance(minilm, pairs=["ab", "cd"])
+
+
+def test_mean_pool_refuses_lengths_beyond_n():
+    hidden = np.ones((2, 3, 4))
+    with pytest.raises(ValueError, match=r"^lengths: expected 2 lengths in \[0, n=3\], got \[3, 4\]"):
+        pretrained.mean_pool(hidden, np.array([3, 4]))
+    np.testing.assert_array_equal(pretrained.mean_pool(hidden, np.array([3, 0])), [[1.0] * 4, [0.0] * 4])
+
+
+@pytest.mark.parametrize(
+    "call, argument",
+    [
+        (lambda m: m.tokenize("one string"), "sentences"),
+        (lambda m: m.word_ids(None), "sentences"),
+        (lambda m: m.attentions_many("one string"), "texts"),
+        (lambda m: m.embed(None), "ids"),
+        (lambda m: m.embed(np.array([[1.0, 2.0]])), "ids"),
+        (lambda m: m.embed(np.array([[-1, 2]])), "ids"),
+        (lambda m: m.embed(np.zeros((1, 513), int)), "ids"),
+        (lambda m: m.embed(np.zeros((0, 3), int)), None),  # no sentences: an empty answer
+        (lambda m: m.hidden_states(None, [2]), "ids"),
+        (lambda m: m.hidden_states(np.array([101, 102]), [2]), "ids"),
+        (lambda m: m.hidden_states(np.array([[101, 102]]), [3]), "lengths"),
+        (lambda m: m.hidden_states(np.array([[101, 102]]), [2, 2]), "lengths"),
+        (lambda m: m.hidden_states(np.array([[101, 102]]), [2], need_weights="no"), "need_weights"),
+        (lambda m: m.encode(["fine"], batch_size=2.0), "batch_size"),
+        (lambda m: m.without_heads("0,1"), "heads"),
+        (lambda m: m.without_heads([(0, 12)]), "heads"),
+        (lambda m: m.layer_heads([(0,)], name="pairs"), "pairs"),
+    ],
+)
+def test_every_minilm_method_names_a_bad_argument(minilm, call, argument):
+    """The methods the generated sweep leaves out (they need the model), one bad argument at a time."""
+    if argument is None:
+        assert call(minilm).shape == (0, 3, minilm.d_model)
+        return
+    with pytest.raises(ValueError, match=rf"^{argument}: expected .*got"):
+        call(minilm)

@@ -177,3 +177,29 @@ def test_attention_on_a_chosen_sequence_checks_the_tokens():
     for bad in (np.arange(15), np.full(16, 16), np.full(16, 1.0)):
         with pytest.raises(ValueError, match="^tokens:"):
             trainer.attention(bad)
+
+
+@pytest.mark.parametrize(
+    "grad",
+    [None, "abc", np.zeros(3) + 1j, np.full(3, np.nan), np.array([0.0, np.inf, 0.0]), np.float64(1.0), np.zeros(2),
+     np.zeros((1, 3))],
+    ids=["None", "a string", "complex", "NaN", "inf", "a scalar", "too short", "extra dim"],
+)  # fmt: skip
+def test_adam_step_refuses_a_bad_gradient_and_leaves_params_alone(grad):
+    params = np.array([1.0, 2.0, 3.0])
+    adam = training.Adam(params, 0.1)
+    with pytest.raises(ValueError, match="^grad: expected .*got"):
+        adam.step(grad)
+    assert params.tolist() == [1.0, 2.0, 3.0] and adam.t == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, argument",
+    [({"steps": -1}, "steps"), ({"steps": 1.5}, "steps"), ({"steps": True}, "steps"), ({"steps": None}, "steps"),
+     ({"steps": 1, "callback": "print"}, "callback")],
+)  # fmt: skip
+def test_trainer_run_names_a_bad_argument_before_any_step(kwargs, argument):
+    trainer = training.Trainer("two_lookups", h=2, steps=1, batch=2)
+    with pytest.raises(ValueError, match=rf"^{argument}: expected .*got"):
+        trainer.run(**kwargs)
+    assert trainer.losses == []
