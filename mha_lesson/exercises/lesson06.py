@@ -78,7 +78,7 @@ def check_reweighted_w_o(answer: object) -> Feedback:
 
 
 def all_off_inputs() -> tuple[np.ndarray, MHAParams]:
-    """Exercise 2's input x (4, 8) and params (d_model=8, h=2) with an output bias b_o."""
+    """Extra exercise A's input x (4, 8) and params (d_model=8, h=2) with an output bias b_o."""
     x = np.random.default_rng(6).normal(size=(4, 8))
     params = init_params(8, 2, bias=True, seed=6)
     return x, dataclasses.replace(params, b_o=np.linspace(-1.0, 1.0, 8))
