@@ -243,3 +243,25 @@ def test_stage_2_reshape_only_is_named_even_though_its_round_trip_works():
     assert "raised" in ex.check_split_merge(lambda x, h: x.reshape(h, -1, 3), merge).message
     assert "split gave shape (8,)" in ex.check_split_merge(lambda x, h: x[h], merge).message
     assert "Replace None" in ex.check_split_merge(None, merge).message
+
+
+def test_the_notebook_solutions_and_its_worked_split_pass_the_checks():
+    """What a stuck learner copies from the notebook's Solution blocks passes all three stages; the worked split
+    on one (5, 8) sequence is check_split_merge's first case."""
+    import json
+    import re
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "09_capstone.ipynb").read_text("utf-8"))
+    text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    blocks = re.findall(r"<summary>Solution</summary>\s*(?:With[^\n]*\n\s*)?```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 3
+    namespace = {"np": np, "mha": mha, "ex": ex}
+    for block in blocks:
+        exec(block, namespace)  # noqa: S102 (the notebook's own solution text)
+    assert ex.check_attention(namespace["my_attention"]).correct
+    assert ex.check_split_merge(namespace["my_split"], namespace["my_merge"]).correct
+    assert ex.check_capstone(namespace["my_multi_head_attention"]).correct
+    label, x, h = ex.SPLIT_CASES[0]
+    heads = x.reshape(5, h, 4).swapaxes(0, 1)  # the worked example's two moves
+    assert x.shape == (5, 8) and h == 2 and np.array_equal(heads, mha.split_heads(x, h))

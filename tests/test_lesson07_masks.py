@@ -225,3 +225,23 @@ def test_lesson_07_and_09_cards_state_what_the_library_does():
     assert capstone.section.startswith("Lesson 09")
     k = np.zeros((2, 3, 5, 4))
     assert k.T.shape == (4, 5, 3, 2) and k.swapaxes(-1, -2).shape == (2, 3, 4, 5)
+
+
+def test_the_core_of_lesson_7_shows_the_causal_map_and_the_rules_the_capstone_needs():
+    """The newcomer review: a causally masked map in the core, masks combining with & and broadcasting to
+    (batch, h, n_q, n_kv) said in the core, cross-attention in the core; left-padding and the explorer optional."""
+    from mha_lesson.aids import lessons as ls
+
+    nb = ls.load(ls.NOTEBOOKS / "07_causal_mask.ipynb")
+    core = ls.worked_cells(nb)
+    deeper = nb["cells"][len(core) :]
+
+    def text(cells, kind):
+        return "\n".join(ls.cell_text(c) for c in cells if c["cell_type"] == kind)
+
+    assert "toy.toy_weights(causal=True)" in text(core, "code") and "heatmap_grid" in text(core, "code")
+    prose = text(core, "markdown")
+    assert "combine with `&`" in prose and "(batch, $h$, $n_q$, $n_{kv}$)" in prose
+    assert "## 3. Self-attention and cross-attention" in prose
+    assert "check_decoder_mask" in text(deeper, "code") and "cross_attention_explorer()" in text(deeper, "code")
+    assert "check_decoder_mask" not in text(core, "code")
