@@ -363,9 +363,12 @@ def test_explorer_controls_move_the_marker_the_bars_and_the_points():
     assert ex.marker.get_data()[0][0] == 0.8 and ex.marker.get_data()[1][0] == pytest.approx(ex.data["r2"])
     assert [b.get_height() for b in ex.bars[0]] == pytest.approx([0.2, 0.8])
     assert [b.get_height() for b in ex.bars[1]] == [0.0, 0.0]  # one head: head 1's bars stay empty
+    shown = [t.get_text() for t in ex.legend.get_texts() if t.get_visible()]
+    assert shown == ["head 0"]  # and the legend does not list head 1
     assert ex.image.value != png
     ex.controls["h"].value = 2
     assert [b.get_height() for b in ex.bars[1]] == pytest.approx([0.8, 0.2])
+    assert [t.get_text() for t in ex.legend.get_texts() if t.get_visible()] == ["head 0", "head 1"]
     assert ex.data["r2"] > 1 - 1e-10 and "R² = 1.000" in ex.points.axes.get_title()
     np.testing.assert_allclose(ex.points.get_data()[1], ex.data["fitted"])
     assert "head 1 reads 0.20·x" in ex.text.value

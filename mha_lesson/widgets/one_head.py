@@ -111,7 +111,8 @@ class OneHeadExplorer(Explorer):
         ax_w.set_ylim(0, 1.05)
         ax_w.set_ylabel("attention weight")
         ax_w.set_title("where each head looks (α and 1 − α)")
-        ax_w.legend(loc="upper center", fontsize=9)
+        # Animated, so that head 1's entry shows only while its bars do (h = 2); no frame, so no empty row shows.
+        self.legend = ax_w.legend(loc="upper center", fontsize=9, frameon=False)
         for h in HEADS:
             ax_r2.plot(ALPHAS, grid[h]["r2"], "-o", ms=3, color=HEAD_COLOURS[h], label=f"h = {h}")
         (self.marker,) = ax_r2.plot([], [], "o", ms=12, mfc="none", mec="k", mew=2)
@@ -135,7 +136,7 @@ class OneHeadExplorer(Explorer):
         ax_fit.legend(loc="upper left", fontsize=9)
         settle_layout(fig)  # the axes never change: one layout pass instead of one per move
         patches = [p for bars in self.bars for p in bars]
-        self.animate(*patches, self.marker, self.points, ax_fit.title)
+        self.animate(*patches, self.marker, self.points, ax_fit.title, self.legend)
 
     def compute(self, alpha: float, h: int) -> dict[str, Any]:
         """one_head_fit at the controls' values."""
@@ -148,6 +149,9 @@ class OneHeadExplorer(Explorer):
             heights = data["weights"][i] if i < h else (0.0, 0.0)
             for bar, height in zip(bars, heights, strict=True):
                 bar.set_height(height)
+        for i, (handle, text) in enumerate(zip(self.legend.legend_handles, self.legend.get_texts(), strict=True)):
+            handle.set_visible(i < h)
+            text.set_visible(i < h)
         self.marker.set_data([data["alpha"]], [data["r2"]])
         self.points.set_data(data["target"], data["fitted"])
         self.points.set_color(HEAD_COLOURS[h])
