@@ -31,8 +31,9 @@ def test_every_lesson_states_its_track_and_minutes(path):
     assert lesson.title, path.name
 
 
-def test_the_tracks_are_in_reading_order_and_the_core_ends_with_the_capstone():
+def test_the_core_path_fits_an_afternoon_and_the_tracks_are_in_reading_order():
     lessons = ls.read_lessons()
+    assert ls.core_path_minutes(lessons) <= ls.CORE_BUDGET_MINUTES
     tracks = [x.track for x in lessons]
     assert tracks[0] == "start" and tracks[-1] == "review"
     core = [i for i, t in enumerate(tracks) if t == "core"]
@@ -46,6 +47,7 @@ def test_lesson_size_fits_its_track(path):
     if lesson.track == "core":
         words = ls.prose_words(ls.worked_cells(nb))
         assert words <= CORE_WORDS, f"{words} words of prose before '## Going deeper' (at most about 1,500)"
+        assert 15 <= lesson.minutes <= 30, lesson.minutes
     elif lesson.track == "deeper":
         assert lesson.minutes <= DEEPER_MINUTES, lesson.minutes
 
