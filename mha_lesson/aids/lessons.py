@@ -111,7 +111,7 @@ def estimate_minutes(nb: dict) -> int:
     """Minutes a newcomer needs for the worked part: reading, code cells, explorers, exercises; rounded to 5."""
     cells = worked_cells(nb)
     code = [cell_text(c) for c in cells if c["cell_type"] == "code"]
-    explorers = sum(bool(re.search(r"\w*explorer\(", src)) for src in code)
+    explorers = sum(bool(re.search(r"explorer\(", src, re.IGNORECASE)) for src in code)  # a function or a class
     exercises = len({m for src in code for m in re.findall(r"\bex\.check_\w+", src)})
     minutes = (
         prose_words(cells) / WORDS_PER_MINUTE
