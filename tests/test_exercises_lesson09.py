@@ -53,6 +53,8 @@ def solution(
             weights = e / e.sum(axis=axis, keepdims=True)
         else:
             weights = mha.softmax(scores, axis=axis)
+        if mask is not None and mask_mode == "after":  # masked once the softmax is done: rows no longer sum to 1
+            weights = weights * mask
         heads = weights @ V
         concat = heads.swapaxes(-3, -2).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)
         out = concat @ params.w_o if w_o else concat
@@ -104,6 +106,7 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
         ({"mask_mode": "flipped"}, 4, "wrong way round"),
         ({"mask_mode": "zero"}, 4, "set them to -inf"),
         ({"mask_mode": "ignored"}, 4, "never applied"),
+        ({"mask_mode": "after"}, 4, "applied after the softmax"),
         ({"kv_from_q": True}, 7, "keys and values must come from k and v"),
         ({"own_softmax": True}, 9, "NaN weights"),
     ],
@@ -164,12 +167,15 @@ def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1):
                 "-inf": lambda: np.where(mask, scores, -np.inf),
                 "flipped": lambda: np.where(mask, -np.inf, scores),
                 "zero": lambda: scores * mask,
+                "after": lambda: scores,  # masked below, once the softmax is done
             }[mask_mode]()
         if own_softmax:
             e = np.exp(scores - scores.max(axis=axis, keepdims=True))
             weights = e / e.sum(axis=axis, keepdims=True)
         else:
             weights = mha.softmax(scores, axis=axis)
+        if mask is not None and mask_mode == "after":
+            weights = np.where(mask, weights, 0.0)
         return weights @ V, weights
 
     return fn
@@ -194,6 +200,7 @@ def test_stage_1_a_right_head_and_the_library_pass():
         ({"axis": -2}, 1, "softmax runs over the queries"),
         ({"mask_mode": "flipped"}, 3, "wrong way round"),
         ({"mask_mode": "zero"}, 3, "set them to -inf"),
+        ({"mask_mode": "after"}, 3, "applied after the softmax"),
         ({"own_softmax": True}, 4, "NaN weights"),
     ],
 )

@@ -81,6 +81,30 @@ def test_matrix_image_can_leave_the_colour_bar_to_the_caller():
     assert len(fig.axes) == 2  # the colour bar's own axes
 
 
+def test_matrix_image_sequential_scale_and_block_names():
+    fig = Figure()
+    ax = fig.subplots()
+    im = matrix_image(
+        ax, [[0.0, 0.5, 1.0, 0.2]], title="t", xlabel="x", ylabel="y", col_edges=[2], block_names=["a", "b"],
+        sequential=True, colorbar=False,
+    )  # fmt: skip
+    assert im.get_clim() == (0.0, 1.0) and im.get_cmap().name == "Blues"
+    (top,) = ax.child_axes  # the block names, above the matrix
+    assert [t.get_text() for t in top.get_xticklabels()] == ["a", "b"]
+    assert list(top.get_xticks()) == [0.5, 2.5]  # the middle of columns 0-1 and of columns 2-3
+    with pytest.raises(ValueError, match="^m: a sequential colour scale"):
+        matrix_image(ax, [[-0.1, 1.0]], title="t", xlabel="x", ylabel="y", sequential=True)
+    with pytest.raises(ValueError, match="^block_names: expected 2 names"):
+        matrix_image(ax, [[0.0, 1.0]], title="t", xlabel="x", ylabel="y", col_edges=[1], block_names=["a"])
+
+
+def test_heatmap_prints_weights_with_the_decimals_asked():
+    fig = Figure()
+    ax = fig.subplots()
+    attention_heatmap(ax, [[0.4751, 0.5249]], ["q"], ["a", "b"], annotate=True, decimals=3)
+    assert [t.get_text() for t in ax.texts] == ["0.475", "0.525"]
+
+
 # ------------------------------------------------------------------------------------- the lessons themselves
 def code_cells(path: Path) -> list[str]:
     return [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]

@@ -337,7 +337,7 @@ def test_explorer_compute_looks_up_the_fits_of_the_grid():
         data = wo.one_head_fit(0.25, h)
         assert data["r2"] == pytest.approx(normal_equations_r2(TASK, oh.heads_alphas(0.25, h)), abs=1e-10)
         np.testing.assert_allclose(data["weights"].sum(axis=-1), 1)
-        assert data["weights"].shape == (h, 2) and data["weights"][0].tolist() == [0.75, 0.25]
+        assert data["weights"].shape == (h, 2) and data["weights"][0].tolist() == [0.25, 0.75]  # on key t-1, key t-2
         fitted = oh.fit_heads(TASK, oh.heads_alphas(0.25, h)).fitted[: wo.POINTS, wo.OUTPUT]
         np.testing.assert_allclose(data["fitted"], fitted, atol=1e-12)
         np.testing.assert_allclose(data["target"], TASK.target[: wo.POINTS, wo.OUTPUT])
@@ -361,13 +361,13 @@ def test_explorer_controls_move_the_marker_the_bars_and_the_points():
     png = ex.image.value
     ex.controls["alpha"].value = 0.8
     assert ex.marker.get_data()[0][0] == 0.8 and ex.marker.get_data()[1][0] == pytest.approx(ex.data["r2"])
-    assert [b.get_height() for b in ex.bars[0]] == pytest.approx([0.2, 0.8])
+    assert [b.get_height() for b in ex.bars[0]] == pytest.approx([0.8, 0.2])  # key t-1 (alpha), then key t-2
     assert [b.get_height() for b in ex.bars[1]] == [0.0, 0.0]  # one head: head 1's bars stay empty
     shown = [t.get_text() for t in ex.legend.get_texts() if t.get_visible()]
     assert shown == ["head 0"]  # and the legend does not list head 1
     assert ex.image.value != png
     ex.controls["h"].value = 2
-    assert [b.get_height() for b in ex.bars[1]] == pytest.approx([0.8, 0.2])
+    assert [b.get_height() for b in ex.bars[1]] == pytest.approx([0.2, 0.8])  # head 1: 1 - alpha on key t-1
     assert [t.get_text() for t in ex.legend.get_texts() if t.get_visible()] == ["head 0", "head 1"]
     assert ex.data["r2"] > 1 - 1e-10 and "R² = 1.000" in ex.points.axes.get_title()
     np.testing.assert_allclose(ex.points.get_data()[1], ex.data["fitted"])

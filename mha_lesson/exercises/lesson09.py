@@ -88,6 +88,12 @@ CASES = _cases()
 
 
 # --- known mistakes, written out so that a failing case can be explained -----------------------------------------
+MASK_AFTER = (
+    "the mask is applied after the softmax, so a row's allowed weights no longer sum to 1: set the masked scores to "
+    "-inf before the softmax."
+)
+
+
 def _variant(
     case: Case,
     *,
@@ -112,10 +118,12 @@ def _variant(
     Q, K, V = split(case.q @ p.w_q), split(k @ p.w_k), split(v @ p.w_v)
     divisor = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(p.d_model), "none": 1.0}[scale]
     scores = Q @ K.swapaxes(-1, -2) / divisor  # (..., h, n_q, n_kv)
-    if case.mask is not None and mask_mode != "ignored":
+    if case.mask is not None and mask_mode not in ("ignored", "after"):
         allowed = ~case.mask if mask_mode == "flipped" else case.mask
         scores = scores * allowed if mask_mode == "zero" else np.where(allowed, scores, -np.inf)
     weights = softmax(scores, axis=axis)
+    if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
+        weights = np.where(case.mask, weights, 0.0)
     heads = weights @ V  # (..., h, n_q, d_k)
     if merge_transpose:
         concat = heads.swapaxes(-3, -2).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)  # (..., n_q, d_model)
@@ -133,6 +141,7 @@ MISTAKES: dict[str, tuple[dict, str]] = {
     ),
     "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
     "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
+    "mask after softmax": ({"mask_mode": "after"}, MASK_AFTER),
     "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
     "reshape only": (
         {"split_transpose": False},
@@ -260,10 +269,12 @@ HEAD_CASES = _head_cases()
 def _head_variant(case: HeadCase, *, scale: bool = True, mask_mode: str = "-inf", axis: int = -1) -> tuple:
     """One head's attention on case with one deliberate change; the defaults give the correct result."""
     scores = case.q @ case.k.swapaxes(-1, -2) / (math.sqrt(case.q.shape[-1]) if scale else 1.0)
-    if case.mask is not None and mask_mode != "ignored":
+    if case.mask is not None and mask_mode not in ("ignored", "after"):
         allowed = ~case.mask if mask_mode == "flipped" else case.mask
         scores = scores * allowed if mask_mode == "zero" else np.where(allowed, scores, -np.inf)
     weights = softmax(scores, axis=axis)
+    if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
+        weights = np.where(case.mask, weights, 0.0)
     return weights @ case.v, weights
 
 
@@ -272,6 +283,7 @@ HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
     "flipped mask": ({"mask_mode": "flipped"}, "the mask is read the wrong way round: True means may attend."),
     "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
     "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
+    "mask after softmax": ({"mask_mode": "after"}, MASK_AFTER),
     "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
 }
 

@@ -52,11 +52,12 @@ def attention_heatmap(
     annotate: bool | None = None,
     colorbar: bool = True,
     value_size: float = 7,
+    decimals: int = 2,
 ) -> AxesImage:
     """Draw one (n_q, n_kv) weight matrix on ax, rows = queries, columns = keys, colour scale 0..1.
 
-    annotate: print each weight in its cell (value_size points; default: for 64 cells or fewer). A lone
-    punctuation token is labelled with its name (see token_label).
+    annotate: print each weight in its cell with `decimals` decimals (value_size points; default: for 64 cells or
+    fewer). A lone punctuation token is labelled with its name (see token_label).
     """
     weights = np.asarray(weights)
     if weights.ndim != 2:
@@ -78,7 +79,9 @@ def attention_heatmap(
         for i in range(n_q):
             for j in range(n_kv):
                 w = weights[i, j]
-                ax.text(j, i, f"{w:.2f}", ha="center", va="center", fontsize=value_size, color=weight_colour(w))
+                ax.text(
+                    j, i, f"{w:.{decimals}f}", ha="center", va="center", fontsize=value_size, color=weight_colour(w)
+                )
     if colorbar:
         ax.figure.colorbar(im, ax=ax, label="weight (row sums to 1)", shrink=0.8)
     return im

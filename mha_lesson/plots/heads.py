@@ -38,18 +38,25 @@ def matrix_image(
     colorbar_label: str = "value",
     vmax: float | None = None,
     colorbar: bool = True,
+    sequential: bool = False,
+    block_names: Sequence[str] | None = None,
 ) -> AxesImage:
     """Show a matrix on a diverging colour scale centred on 0, with lines before the given columns and rows.
 
     col_edges / row_edges: indices where a new block starts (e.g. range(d_k, d_model, d_k) for heads).
     colorbar=False leaves the colour bar out (for panels that share one, drawn by the caller).
+    sequential=True: a matrix with no negative entry gets a sequential scale from 0 instead (no wasted blue half).
+    block_names: one name per column block (len(col_edges) + 1), written above the matrix over its block.
     """
     m = np.asarray(m)
     if m.ndim != 2:
         raise ValueError(f"m: expected a 2-D matrix, got shape {m.shape}")
     if vmax is None:
         vmax = float(np.abs(m).max()) or 1.0  # an all-zero matrix still needs a valid colour range
-    im = ax.imshow(m, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest")
+    if sequential and (m < 0).any():
+        raise ValueError(f"m: a sequential colour scale needs entries >= 0, got a minimum of {m.min():.3g}")
+    scale = {"cmap": "Blues", "vmin": 0.0} if sequential else {"cmap": "RdBu_r", "vmin": -vmax}
+    im = ax.imshow(m, vmax=vmax, aspect="auto", interpolation="nearest", **scale)
     ax.set_title(title)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -59,6 +66,16 @@ def matrix_image(
         ax.set_xticks(range(m.shape[1]), list(col_labels), rotation=90)
     for edge in col_edges:
         ax.axvline(edge - 0.5, color="k", lw=1)
+    if block_names is not None:
+        starts = [0, *col_edges]
+        if len(block_names) != len(starts):
+            raise ValueError(
+                f"block_names: expected {len(starts)} names (one per column block), got {len(block_names)}"
+            )
+        ends = [*col_edges, m.shape[1]]
+        top = ax.secondary_xaxis("top")
+        top.set_xticks([(a + b - 1) / 2 for a, b in zip(starts, ends, strict=True)], list(block_names))
+        top.tick_params(length=0)
     for edge in row_edges:
         ax.axhline(edge - 0.5, color="k", lw=1)
     if colorbar:

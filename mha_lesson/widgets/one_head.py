@@ -47,7 +47,7 @@ def _grid() -> dict[int, dict[str, np.ndarray]]:
 def one_head_fit(alpha: float = 0.5, h: int = 1) -> dict[str, Any]:
     """The least-squares fit of h heads (h = 2: the second head looks with 1 - alpha) at the grid point nearest alpha.
 
-    Returns alpha, h, the heads' weights on (key t-2, key t-1) as an (h, 2) array, r2, the R^2 curves of both h
+    Returns alpha, h, the heads' weights on (key t-1, key t-2) as an (h, 2) array, r2, the R^2 curves of both h
     over ALPHAS, and the POINTS target and fitted values of output coordinate OUTPUT.
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not 0 <= alpha <= 1:
@@ -57,7 +57,7 @@ def one_head_fit(alpha: float = 0.5, h: int = 1) -> dict[str, Any]:
     grid = _grid()
     i = int(np.abs(ALPHAS - alpha).argmin())  # the nearest grid point: 0.15000000000000002 is 0.15
     alpha = float(ALPHAS[i])
-    weights = np.array([[1 - a, a] for a in heads_alphas(alpha, h)])  # (h, 2): on key t-2, key t-1
+    weights = np.array([[a, 1 - a] for a in heads_alphas(alpha, h)])  # (h, 2): on key t-1 (alpha), key t-2
     return {
         "alpha": alpha,
         "h": h,
@@ -73,7 +73,7 @@ def describe_fit(data: dict[str, Any]) -> str:
     """One HTML line: what each head reads, and the R^2 it reaches."""
     reads = "; ".join(
         f"head {i} reads {w1:.2f}·x<sub>t−1</sub> + {w2:.2f}·x<sub>t−2</sub>"
-        for i, (w2, w1) in enumerate(data["weights"])
+        for i, (w1, w2) in enumerate(data["weights"])
     )
     return f"{reads}. Best maps by least squares: <b>R² = {data['r2']:.3f}</b>"
 
@@ -102,19 +102,20 @@ class OneHeadExplorer(Explorer):
         """Bars of the heads' two weights, both R^2 curves with a marker, and a scatter of fitted against target."""
         ax_w, ax_r2, ax_fit = fig.subplots(1, 3, width_ratios=(0.8, 1.2, 1))
         grid = _grid()
-        # Two bars per head: its weight on key t-2 and on key t-1. Head 1's bars stay at 0 while h = 1.
+        # Two bars per head: its weight on key t-1 (alpha, the slider's) and on key t-2. Head 1's stay 0 while h = 1.
         self.bars = [
             ax_w.bar(np.arange(2) + (i - 0.5) * 0.38, [0, 0], 0.36, color=colour, label=f"head {i}")
             for i, colour in enumerate(BAR_COLOURS)
         ]
-        ax_w.set_xticks([0, 1], ["key t−2", "key t−1"])
+        ax_w.set_xticks([0, 1], ["key t−1", "key t−2"])
         ax_w.set_ylim(0, 1.05)
         ax_w.set_ylabel("attention weight")
-        ax_w.set_title("where each head looks (α and 1 − α)")
+        ax_w.set_title("where each head looks (head 0: α on t−1)")
         # Animated, so that head 1's entry shows only while its bars do (h = 2); no frame, so no empty row shows.
         self.legend = ax_w.legend(loc="upper center", fontsize=9, frameon=False)
         for h in HEADS:
             ax_r2.plot(ALPHAS, grid[h]["r2"], "-o", ms=3, color=HEAD_COLOURS[h], label=f"h = {h}")
+        ax_r2.axhline(0.5, color="grey", lw=0.8, ls=":", label="R² = 0.5: one head's average")
         (self.marker,) = ax_r2.plot([], [], "o", ms=12, mfc="none", mec="k", mew=2)
         ax_r2.set_xlim(-0.02, 1.02)
         ax_r2.set_ylim(0, 1.08)
