@@ -28,7 +28,7 @@ def sink_bars(ax: Axes, row_sums: np.ndarray, norms: np.ndarray):
     ax.set_yticks(y, QUERY_LABELS)
     ax.invert_yaxis()  # query 0 on top, as in the map
     ax.set_xlim(0, max(2.5, float(norms.max()) * 1.1))
-    ax.set_xlabel("two quantities on one axis: row sum, output norm")
+    ax.set_xlabel("row sum, or output norm (see legend)")
     ax.legend(loc="lower right")
     return sums, out
 
@@ -45,10 +45,10 @@ def mla_cache_plot(ax: Axes, d_cs: np.ndarray, mha_numbers: int) -> None:
 
 def mla_quality_plot(ax: Axes, ref: dict[str, np.ndarray]) -> None:
     """Retrieval accuracy and margin of MiniLM with rank-d_c keys and values."""
-    ax.plot(ref["d_c"], ref["accuracy"], "o-", label="accuracy: share of sentences whose nearest is the paraphrase")
-    ax.plot(ref["d_c"], ref["margin"] / ref["margin"][0], "s-", label="margin as a share of the intact model's")
+    ax.plot(ref["d_c"], ref["accuracy"], "o-", label="accuracy (share of sentences)")
+    ax.plot(ref["d_c"], ref["margin"] / ref["margin"][0], "s-", label="margin ÷ intact model's margin")
     ax.set_xlabel("latent width d_c")
-    ax.set_ylabel("accuracy, or margin / intact margin")
+    ax.set_ylabel("accuracy, or margin ratio")
     ax.set_ylim(0, 1.05)
     ax.legend(loc="lower right")
 

@@ -113,7 +113,7 @@ class MLAExplorer(Explorer):
         self.cache_marker.set_data([d], [d])
         self.line_cache.set_xdata([d, d])
         self.line_quality.set_xdata([d, d])
-        self.title.set_text(f"d_c = {d}: {data['share']:.0%} of MHA's cache, margin {data['margin']:.0%} of intact")
+        self.title.set_text(f"d_c = {d}: {data['share']:.0%} of MHA's cache, margin ratio {data['margin']:.0%}")
 
 
 # --- local and global layers ---------------------------------------------------------------------------------
