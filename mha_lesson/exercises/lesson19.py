@@ -82,6 +82,10 @@ def delta_case() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return q, k, v, beta
 
 
+class ReturnedNone(TypeError):
+    """The learner's step returned None (the skeleton's `...`): no state to check."""
+
+
 def run_steps(step: Callable, q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray) -> np.ndarray:
     """Reads S_t q_t (n, d_v) with S_t = step(S_{t-1}, k_t, v_t, β_t), S_0 = 0; passes copies (in-place edits ok)."""
     state = np.zeros((v.shape[-1], k.shape[-1]))
@@ -89,7 +93,7 @@ def run_steps(step: Callable, q: np.ndarray, k: np.ndarray, v: np.ndarray, beta:
     for t in range(q.shape[0]):
         result = step(state.copy(), k[t].copy(), v[t].copy(), float(beta[t]))
         if result is None:
-            raise TypeError("the function returned None: return the new state S")
+            raise ReturnedNone("the function returned None")
         state = np.asarray(result, dtype=float)
         if state.shape != (v.shape[-1], k.shape[-1]):
             raise ValueError(f"state: expected shape (d_v, d_k) = {(v.shape[-1], k.shape[-1])}, got {state.shape}")
@@ -128,6 +132,8 @@ def check_delta_step(fn: object) -> Feedback:
     try:
         with np.errstate(all="ignore"):
             got = run_steps(fn, q, k, v, beta)
+    except ReturnedNone:
+        return wrong("Your function returned None: return the new state, an array of shape (d_v, d_k).")
     except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
         shape_hint = " v kᵀ is np.outer(v, k), of shape (d_v, d_k)." if "shape" in str(exc) else ""
         return wrong(f"It raised {type(exc).__name__}: {exc}.{shape_hint}")
