@@ -4,8 +4,9 @@ Drop the softmax and causal attention's output o_t = sum_{j<=t} (q_t·k_j) v_j =
 sum in brackets, S_t, is updated once per token and read by each query. That is a recurrent network whose state
 is d_v x d_k numbers, whatever the length. The additive rule S_t = S_{t-1} + v_t k_tᵀ only ever adds, so old
 associations blur into new ones; the delta rule (Schlag et al. 2021; DeltaNet) first erases what S stored under
-k_t, S_t = S_{t-1}(I - β_t k_t k_tᵀ) + β_t v_t k_tᵀ; Gated DeltaNet (Yang et al., ICLR 2025; Qwen3-Next,
-Kimi Linear) also decays the whole state by α_t.
+k_t, S_t = S_{t-1}(I - β_t k_t k_tᵀ) + β_t v_t k_tᵀ. Gated DeltaNet (Yang et al., ICLR 2025; Qwen3-Next) also
+decays the whole state by a scalar α_t, as `decay` does here; Kimi Linear's KDA uses a per-channel decay Diag(α_t)
+instead (not implemented here).
 
 Training wants parallel work, not n sequential steps: `chunk` runs the same recurrence a block of tokens at a time,
 with every block's work in matrix products (the WY/UT form of DeltaNet's chunked algorithm).

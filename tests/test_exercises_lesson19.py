@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+
 from mha_lesson.exercises import lesson19 as ex
 
 
@@ -22,8 +24,26 @@ def test_latent_width():
     assert "larger" in ex.check_latent_width(640).message
 
 
-def test_cache_share():
-    assert ex.check_cache_share((8 * 131072 + 40 * 4096) / (48 * 131072))
-    assert "bug" in ex.check_cache_share(1.0).message
-    assert "add them" in ex.check_cache_share(8 / 48).message
-    assert "percentage" in ex.check_cache_share(19.27).message
+def delta_step(S, k, v, beta):
+    """The right answer, written independently of the library: S (I - β k kᵀ) + β v kᵀ."""
+    return S @ (np.eye(len(k)) - beta * np.outer(k, k)) + beta * np.outer(v, k)
+
+
+def test_delta_step():
+    assert ex.check_delta_step(delta_step)
+    assert "additive" in ex.check_delta_step(lambda S, k, v, b: S + b * np.outer(v, k)).message
+    assert "β_t" in ex.check_delta_step(lambda S, k, v, b: S + np.outer(v - S @ k, k)).message
+    assert "towards v" in ex.check_delta_step(lambda S, k, v, b: S - b * np.outer(v - S @ k, k)).message
+    assert "np.outer" in ex.check_delta_step(lambda S, k, v, b: S + b * np.outer(k, v - S @ k)).message  # transposed
+    assert "differ" in ex.check_delta_step(lambda S, k, v, b: 0.5 * S + b * np.outer(v - S @ k, k)).message
+    assert "Replace None" in ex.check_delta_step(None).message
+    assert "returned None" in ex.check_delta_step(lambda S, k, v, b: None).message
+    assert "function" in ex.check_delta_step(3).message
+
+
+def test_in_place_steps_are_accepted():
+    def in_place(S, k, v, beta):
+        S += beta * np.outer(v - S @ k, k)
+        return S
+
+    assert ex.check_delta_step(in_place)

@@ -135,7 +135,7 @@ def test_stack_kv_bytes_against_kv_cache_bytes():
 
 def test_parallel_form_matches_the_library_recurrence():
     q, k, v = np.random.default_rng(3).normal(size=(3, 20, 5))
-    np.testing.assert_allclose(td.softmax_reference(q, k, v), mha.linear_attention(q, k, v), atol=1e-10)
+    np.testing.assert_allclose(td.linear_parallel_reference(q, k, v), mha.linear_attention(q, k, v), atol=1e-10)
 
 
 def test_recall_delta_beats_additive_within_capacity_and_both_fall_beyond():
@@ -144,6 +144,18 @@ def test_recall_delta_beats_additive_within_capacity_and_both_fall_beyond():
     assert td.recall_accuracy(128, 32, "delta") < 0.5
     with pytest.raises(ValueError, match="rule"):
         td.recall_accuracy(8, 32, "softmax")
+
+
+def test_cancelling_lambda_zeroes_every_shared_weight_and_a_larger_one_flips_their_sign():
+    s1, s2 = td.noisy_scores()
+    lam = td.cancelling_lambda(s1, s2)
+    # independent: the ratio of the two softmax denominators, summed directly
+    assert math.isclose(lam, np.exp(s2).sum() / np.exp(s1).sum(), rel_tol=1e-12)
+    row = td.differential_row(s1, s2, lam)
+    np.testing.assert_allclose(np.delete(row, 7), 0.0, atol=1e-15)
+    assert row[7] > 0.4
+    assert np.all(np.delete(td.differential_row(s1, s2, 0.8), 7) < 0)  # over-subtracted: the noise returns negative
+    assert np.all(np.delete(td.differential_row(s1, s2, 0.2), 7) > 0)
 
 
 def test_differential_row_cancels_shared_noise():
@@ -171,6 +183,22 @@ def test_mla_view_rejects_unknown_widths_and_reports_shares():
     assert v["share"] == 0.25
     with pytest.raises(ValueError, match="d_c"):
         wt.mla_view(100)
+
+
+def test_lesson_factories_build_each_explorer():
+    for make, cls in (
+        (wt.sink_explorer, wt.SinkExplorer),
+        (wt.mla_explorer, wt.MLAExplorer),
+        (wt.local_global_explorer, wt.LocalGlobalExplorer),
+    ):
+        e = make()
+        assert isinstance(e, cls) and e.error is None
+
+
+def test_gemma3_27b_sizes_follow_gemma_pytorch():
+    g = td.GEMMA3_27B
+    assert g["query_pre_attn_scalar"] == 5376 // g["h"]  # hidden_size // num_attention_heads
+    assert td.layer_pattern(12, g["local_per_global"])[:6] == ["local"] * 5 + ["global"]
 
 
 def test_local_global_view_against_hand_arithmetic():

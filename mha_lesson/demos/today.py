@@ -44,7 +44,8 @@ def sink_share(scores: np.ndarray, sink: float) -> np.ndarray:
 
 
 def head_map(w_v: np.ndarray, w_o: np.ndarray, head: int, h: int, gate: np.ndarray | None = None) -> np.ndarray:
-    """Head `head`'s value-to-output map W_i^V diag(gate_i) W_i^O, (d_model, d_model); gate (d_model,) or None."""
+    """Head `head` (of h)'s value-to-output map W_i^V diag(g_i) W_i^O = sum_k g_k (column k of W_i^V)(row k of
+    W_i^O), (d_model, d_model); gate (d_model,) or None for no gate (every g_k = 1)."""
     d_k = w_v.shape[1] // h
     cols = slice(head * d_k, (head + 1) * d_k)
     g = np.ones(d_k) if gate is None else gate[cols]
@@ -164,8 +165,18 @@ def stack_kv_bytes(
     return 2 * sum(kept) * h_kv * d_k * itemsize
 
 
-# Gemma 3 27B (google/gemma-3-27b-it config.json, text_config): 62 layers, 16 KV heads of 128, window 1024, 5:1.
-GEMMA3_27B = {"layers": 62, "h_kv": 16, "d_k": 128, "window": 1024, "local_per_global": 5}
+# Gemma 3 27B (google/gemma_pytorch, gemma/config.py, get_config_for_27b_v3): 62 layers, 32 query heads, 16 KV
+# heads of head_dim 128, sliding window 1024, attn_types 5 x LOCAL_SLIDING then GLOBAL; query_pre_attn_scalar
+# 5376 // 32 = 168, so its scores are scaled by 1/sqrt(168), not 1/sqrt(128).
+GEMMA3_27B = {
+    "layers": 62,
+    "h": 32,
+    "h_kv": 16,
+    "d_k": 128,
+    "window": 1024,
+    "local_per_global": 5,
+    "query_pre_attn_scalar": 168,
+}
 
 
 # --- 5. linear heads -----------------------------------------------------------------------------------------
@@ -197,8 +208,8 @@ def recall_accuracy(pairs: int, d_k: int, rule: str, seed: int = 0, trials: int 
     return hits / (pairs * trials)
 
 
-def softmax_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Causal linear attention in its parallel form, (Q Kᵀ ⊙ causal) V, written out."""
+def linear_parallel_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Causal linear attention (no softmax), parallel form (Q Kᵀ ⊙ causal) V: q, k (n, d_k), v (n, d_v) -> (n, d_v)."""
     return (np.tril(q @ k.T)) @ v
 
 
@@ -212,6 +223,12 @@ def noisy_scores(n: int = 12, target: int = 7, seed: int = 0) -> tuple[np.ndarra
     s1 = noise.copy()
     s1[target] += 2.0  # map 1: the signal on top of the common noise
     return s1, noise
+
+
+def cancelling_lambda(s1: np.ndarray, s2: np.ndarray) -> float:
+    """The λ at which noise shared by two score rows (n,) cancels exactly: Z2 / Z1, the ratio of their softmax
+    denominators. Where s1 and s2 agree, softmax(s1)_j - λ softmax(s2)_j = e^{s_j} (1/Z1 - λ/Z2), zero at λ = Z2/Z1."""
+    return float(np.exp(s2 - s1.max()).sum() / np.exp(s1 - s1.max()).sum())
 
 
 def differential_row(s1: np.ndarray, s2: np.ndarray, lam: float) -> np.ndarray:

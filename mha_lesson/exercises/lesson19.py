@@ -1,10 +1,14 @@
 """Checks for lesson 19's exercises (attention in today's models): predict a sink logit, choose d_c for a memory
-budget (design), and size the cache of a local/global stack."""
+budget (design), and write one step of the delta rule (code)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+import numpy as np
+
+from ..linear_attention import linear_attention
 from ._base import Feedback, as_number, as_whole_number, right, wrong
 
 # Exercise 1: one head, 7 keys whose scaled scores are all 0. Which sink logit leaves the row a total weight of 0.5?
@@ -63,24 +67,87 @@ def check_latent_width(answer: object) -> Feedback:
     return wrong("Fits, but a larger multiple of 64 fits too: divide 40 GiB by layers · sequences · tokens · 2 bytes.")
 
 
-# Exercise 3: 48 layers, 40 of them local with a 4,096-token window, 8 global; one 131,072-token sequence. With
-# every local layer's cache windowed, what share of the all-global KV cache is needed?
-STACK = {"layers": 48, "local": 40, "window": 4096, "n": 131072}
+# Exercise 3 (code): one step of the delta rule, S <- S + β (v - S k) kᵀ, with S (d_v, d_k), k (d_k,), v (d_v,).
+# The check runs the learner's step over a short sequence and compares every read S_t q_t with mha.linear_attention.
+DELTA = {"n": 12, "d_k": 4, "d_v": 3, "seed": 19}
 
 
-def check_cache_share(answer: object) -> Feedback:
-    """Exercise 3: (8 · n + 40 · window) / (48 · n) = 0.193."""
-    value = as_number(answer, "a share between 0 and 1")
-    if isinstance(value, Feedback):
-        return value
-    s = STACK
-    correct = ((s["layers"] - s["local"]) * s["n"] + s["local"] * s["window"]) / (s["layers"] * s["n"])
-    if value > 1.5 and math.isclose(value / 100, correct, abs_tol=0.005):
-        return wrong("Give a share between 0 and 1, not a percentage.")
-    if math.isclose(value, correct, abs_tol=0.005):
-        return right(f"{correct:.3f}: the 8 global layers are now almost all of it ({8 / 48 / correct:.0%}).")
-    if math.isclose(value, 1.0, abs_tol=0.005):
-        return wrong("That is the bug: the exercise says the local layers' caches are windowed, so they stop growing.")
-    if math.isclose(value, (s["layers"] - s["local"]) / s["layers"], abs_tol=0.005):
-        return wrong("The local layers still keep their last 4,096 tokens each: add them.")
-    return wrong("Count tokens kept: global layers keep all n, local layers keep the window; divide by 48 · n.")
+def delta_case() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """q, k (n, d_k) with unit keys, v (n, d_v), beta (n,) in (0, 1): the sequence the check replays."""
+    rng = np.random.default_rng(DELTA["seed"])
+    q, k = rng.normal(size=(2, DELTA["n"], DELTA["d_k"]))
+    k /= np.linalg.norm(k, axis=-1, keepdims=True)  # the delta rule expects unit keys
+    v = rng.normal(size=(DELTA["n"], DELTA["d_v"]))
+    beta = rng.uniform(0.2, 0.9, size=DELTA["n"])
+    return q, k, v, beta
+
+
+class ReturnedNone(TypeError):
+    """The learner's step returned None (the skeleton's `...`): no state to check."""
+
+
+def run_steps(step: Callable, q: np.ndarray, k: np.ndarray, v: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """Reads S_t q_t (n, d_v) with S_t = step(S_{t-1}, k_t, v_t, β_t), S_0 = 0; passes copies (in-place edits ok)."""
+    state = np.zeros((v.shape[-1], k.shape[-1]))
+    reads = []
+    for t in range(q.shape[0]):
+        result = step(state.copy(), k[t].copy(), v[t].copy(), float(beta[t]))
+        if result is None:
+            raise ReturnedNone("the function returned None")
+        state = np.asarray(result, dtype=float)
+        if state.shape != (v.shape[-1], k.shape[-1]):
+            raise ValueError(f"state: expected shape (d_v, d_k) = {(v.shape[-1], k.shape[-1])}, got {state.shape}")
+        reads.append(state @ q[t])
+    return np.array(reads)
+
+
+# Typical slips, each with the hint it earns: (name, step, hint).
+SLIPS: tuple[tuple[str, Callable, str], ...] = (
+    (
+        "additive",
+        lambda S, k, v, b: S + b * np.outer(v, k),
+        "That only adds β v kᵀ, the additive rule: first take away what S already returns for k (S k), "
+        "so the new value replaces the old one.",
+    ),
+    (
+        "no beta",
+        lambda S, k, v, b: S + np.outer(v - S @ k, k),
+        "Right direction, full step: scale the correction by β_t (the writing strength).",
+    ),
+    (
+        "sign",
+        lambda S, k, v, b: S - b * np.outer(v - S @ k, k),
+        "The correction must move S k towards v: add β (v − S k) kᵀ; subtracting it pushes the read away.",
+    ),
+)
+
+
+def check_delta_step(fn: object) -> Feedback:
+    """Exercise 3: fn(S, k, v, beta) -> S + β (v - S k) kᵀ, checked against mha.linear_attention(..., beta=beta)."""
+    if fn is None:
+        return wrong("Replace None with your function, e.g. delta_step (the name, without calling it).")
+    if not callable(fn):
+        return wrong(f"Expected a function taking (S, k, v, beta), got {type(fn).__name__!r}.")
+    q, k, v, beta = delta_case()
+    try:
+        with np.errstate(all="ignore"):
+            got = run_steps(fn, q, k, v, beta)
+    except ReturnedNone:
+        return wrong("Your function returned None: return the new state, an array of shape (d_v, d_k).")
+    except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
+        shape_hint = " v kᵀ is np.outer(v, k), of shape (d_v, d_k)." if "shape" in str(exc) else ""
+        return wrong(f"It raised {type(exc).__name__}: {exc}.{shape_hint}")
+    want = linear_attention(q, k, v, beta=beta)
+    if np.allclose(got, want, atol=1e-9):
+        return right(
+            f"all {DELTA['n']} reads match mha.linear_attention(q, k, v, beta=beta). With β = 1 and a unit key, "
+            "the step makes S k = v exactly: the old value under k is overwritten."
+        )
+    for _, slip, hint in SLIPS:
+        if np.allclose(got, run_steps(slip, q, k, v, beta), atol=1e-9):
+            return wrong(hint)
+    gap = float(np.nanmax(np.abs(got - want))) if np.isfinite(got).any() else float("nan")
+    return wrong(
+        f"The reads differ from mha.linear_attention(q, k, v, beta=beta) by up to {gap:.3g}: "
+        "compute the read S k, the error v − S k, then add β times np.outer(error, k)."
+    )

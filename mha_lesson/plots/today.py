@@ -23,12 +23,12 @@ def sink_map(ax: Axes, weights: np.ndarray):
 def sink_bars(ax: Axes, row_sums: np.ndarray, norms: np.ndarray):
     """Row sums and output norms per query, side by side; returns the two bar containers."""
     y = np.arange(len(row_sums))
-    sums = ax.barh(y - 0.2, row_sums, height=0.4, label="row sum of weights")
-    out = ax.barh(y + 0.2, norms, height=0.4, label="|output|")
+    sums = ax.barh(y - 0.2, row_sums, height=0.4, label="row sum of weights (share, 0 to 1)")
+    out = ax.barh(y + 0.2, norms, height=0.4, label="output norm |w V| (length of a vector)")
     ax.set_yticks(y, QUERY_LABELS)
     ax.invert_yaxis()  # query 0 on top, as in the map
     ax.set_xlim(0, max(2.5, float(norms.max()) * 1.1))
-    ax.set_xlabel("row sum (no unit) / output norm")
+    ax.set_xlabel("row sum, or output norm (see legend)")
     ax.legend(loc="lower right")
     return sums, out
 
@@ -45,10 +45,10 @@ def mla_cache_plot(ax: Axes, d_cs: np.ndarray, mha_numbers: int) -> None:
 
 def mla_quality_plot(ax: Axes, ref: dict[str, np.ndarray]) -> None:
     """Retrieval accuracy and margin of MiniLM with rank-d_c keys and values."""
-    ax.plot(ref["d_c"], ref["accuracy"], "o-", label="accuracy (nearest is the paraphrase)")
-    ax.plot(ref["d_c"], ref["margin"] / ref["margin"][0], "s-", label="margin / intact margin")
+    ax.plot(ref["d_c"], ref["accuracy"], "o-", label="accuracy (share of sentences)")
+    ax.plot(ref["d_c"], ref["margin"] / ref["margin"][0], "s-", label="margin ÷ intact model's margin")
     ax.set_xlabel("latent width d_c")
-    ax.set_ylabel("share (no unit)")
+    ax.set_ylabel("accuracy, or margin ratio")
     ax.set_ylim(0, 1.05)
     ax.legend(loc="lower right")
 
@@ -59,9 +59,10 @@ def reach_plot(ax: Axes, reach: np.ndarray, pattern: Sequence[str], n: int):
     (line,) = ax.plot(layers, np.maximum(reach, 1), "-", color="C0")
     ax.set_yscale("log")
     ax.set_ylim(100, n * 2)
-    ax.axhline(n - 1, color="k", ls=":", lw=1)
+    ax.axhline(n - 1, color="k", ls=":", lw=1, label=f"whole sequence ({n:,} tokens)")
     ax.set_xlabel("layer")
     ax.set_ylabel("tokens of reach (log)")
+    ax.legend(loc="lower right")
     return line
 
 
@@ -72,7 +73,7 @@ def recall_plot(ax: Axes, pairs: Sequence[int], curves: dict[str, np.ndarray], d
     ax.axvline(d_k, color="k", ls=":", label=f"d_k = {d_k}")
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(pairs), [str(p) for p in pairs])
-    ax.set_xlabel("keys stored, each written twice (old value, new value)")
+    ax.set_xlabel("keys stored (log scale, powers of 2), each written twice: old value, then new")
     ax.set_ylabel("recall accuracy")
     ax.set_ylim(0, 1.05)
     ax.legend()

@@ -59,7 +59,7 @@ class SinkExplorer(Explorer):
         for bar, value in zip(self.norms, data["norms"], strict=True):
             bar.set_width(value)
         none = data["row_sums"][3:].mean()
-        self.title.set_text(f"sink {data['sink']:g}: 'none' rows sum to {none:.2f}")
+        self.title.set_text(f"sink logit s = {data['sink']:g}: 'none' rows sum to {none:.2f}")
 
 
 # --- MLA: latent width against cache and retrieval -----------------------------------------------------------
@@ -113,7 +113,7 @@ class MLAExplorer(Explorer):
         self.cache_marker.set_data([d], [d])
         self.line_cache.set_xdata([d, d])
         self.line_quality.set_xdata([d, d])
-        self.title.set_text(f"d_c = {d}: {data['share']:.0%} of MHA's cache, margin {data['margin']:.0%}")
+        self.title.set_text(f"d_c = {d}: {data['share']:.0%} of MHA's cache, margin ratio {data['margin']:.0%}")
 
 
 # --- local and global layers ---------------------------------------------------------------------------------
@@ -164,6 +164,7 @@ class LocalGlobalExplorer(Explorer):
         self.ax_kv.invert_yaxis()
         self.ax_kv.set_xlim(0, data["kv_gib"]["all global"] * 1.15)
         self.ax_kv.set_xlabel("KV cache at 128K tokens (GiB, bf16)")
+        self.ax_kv.set_ylabel("how the caches are kept")
         self.labels = [self.ax_kv.text(0, i, "", va="center") for i in range(3)]
         self.title = self.ax_kv.set_title(" ")
         settle_layout(fig)
@@ -179,3 +180,21 @@ class LocalGlobalExplorer(Explorer):
             self.labels[i].set_position((value, i))
             self.labels[i].set_text(f" {value:.1f}")
         self.title.set_text(f"{data['local_per_global']}:1, window {data['window']}: {data['globals']} global layers")
+
+
+# --- what the lesson calls ------------------------------------------------------------------------------------
+
+
+def sink_explorer() -> SinkExplorer:
+    """The sink-logit explorer of lesson 19."""
+    return SinkExplorer()
+
+
+def mla_explorer() -> MLAExplorer:
+    """The latent-width explorer of lesson 19."""
+    return MLAExplorer()
+
+
+def local_global_explorer() -> LocalGlobalExplorer:
+    """The local:global ratio and window explorer of lesson 19."""
+    return LocalGlobalExplorer()
