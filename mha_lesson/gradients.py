@@ -49,11 +49,15 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """Softmax over the keys: scores (..., h, n_q, n_kv) -> weights, reusing scores' memory; masked keys get 0."""
     # Softmax is shift-invariant; shifting each row by its max only keeps exp() finite, so skip that
     # (slow, row by row) pass when every score is small. Checked before masking adds -inf.
-    if scores.size and max(scores.max(), -scores.min()) > SAFE_EXP_ARGUMENT:
-        row_max = scores.max(axis=-1, keepdims=True)  # (..., h, n_q, 1)
-        scores -= row_max
+    large = scores.size and max(scores.max(), -scores.min()) > SAFE_EXP_ARGUMENT
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)  # exp(-inf) = 0: no weight on a masked key
+    if large:
+        # The max over the allowed keys only: a large masked score would push every allowed one below exp's
+        # range (float32 underflows below exp(-103)) and leave the row all zeros.
+        row_max = scores.max(axis=-1, keepdims=True)  # (..., h, n_q, 1)
+        row_max[np.isinf(row_max)] = 0.0  # a fully masked row: -inf - (-inf) would be NaN
+        scores -= row_max
     weights = np.exp(scores, out=scores)
     total = row_sums(weights)  # (..., h, n_q, 1)
     total[total == 0] = 1.0  # a fully masked row: every numerator is 0, so its weights stay 0, not NaN
