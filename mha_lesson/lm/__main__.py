@@ -28,7 +28,8 @@ def progress(step: int, total: int, loss: float, val: float | None, seconds: flo
 def parser() -> argparse.ArgumentParser:
     """The train and sample sub-commands and their options."""
     p = argparse.ArgumentParser(prog="python -m mha_lesson.lm", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
+    # Not required=True: argparse would then report a missing command before an unknown option.
+    sub = p.add_subparsers(dest="command", metavar="{train,sample}")
     t = sub.add_parser("train", help="train from scratch on the vendored Shakespeare and save a checkpoint")
     defaults = TrainConfig()
     for name in ("steps", "batch", "warmup", "seed", "eval_every", "eval_batches"):
@@ -99,7 +100,10 @@ def sample(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run a sub-command; a ValueError becomes one line on stderr and exit status 2."""
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.command is None:
+        p.error("expected a command: train or sample")
     try:
         return train(args) if args.command == "train" else sample(args)
     except ValueError as exc:

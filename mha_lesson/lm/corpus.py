@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import as_int_array
+from .._checks import as_int_array, check_number, type_name
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CORPUS = DATA / "shakespeare.txt.xz"
@@ -42,12 +42,17 @@ VAL_FRACTION = 0.1
 
 def build_text(works: list[str]) -> str:
     """The corpus from the works' texts in FILES order: joined by SEPARATOR, one final newline."""
+    if not isinstance(works, (list, tuple)) or not works or not all(isinstance(w, str) for w in works):
+        raise ValueError(f"works: expected a non-empty list of strings, got {type_name(works)}")
     return SEPARATOR.join(works) + "\n"
 
 
 def load_text(path: Path = CORPUS) -> str:
     """The corpus as one string, after checking its sha256 against TEXT_SHA256 (a changed file is an error)."""
-    raw = lzma.decompress(Path(path).read_bytes())
+    try:
+        raw = lzma.decompress(Path(path).read_bytes())
+    except (OSError, TypeError, lzma.LZMAError) as exc:
+        raise ValueError(f"path: cannot read an xz file at {path!r} ({exc})") from None
     digest = hashlib.sha256(raw).hexdigest()
     if digest != TEXT_SHA256:
         raise ValueError(f"path: {path} holds text of sha256 {digest}, expected {TEXT_SHA256}")
@@ -60,9 +65,15 @@ class Vocab:
 
     chars: str
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.chars, str) or not self.chars or len(set(self.chars)) != len(self.chars):
+            raise ValueError(f"chars: expected a non-empty string of distinct characters, got {self.chars!r:.60}")
+
     @classmethod
     def from_text(cls, text: str) -> Vocab:
         """Every distinct character of text, sorted."""
+        if not isinstance(text, str) or not text:
+            raise ValueError(f"text: expected a non-empty string, got {type_name(text)}")
         return cls("".join(sorted(set(text))))
 
     def __len__(self) -> int:
@@ -70,6 +81,8 @@ class Vocab:
 
     def encode(self, text: str, name: str = "text") -> np.ndarray:
         """text -> (len(text),) int64 ids; ValueError naming the argument and the first unknown character."""
+        if not isinstance(text, str):
+            raise ValueError(f"{name}: expected a string, got {type_name(text)}")
         index = {c: i for i, c in enumerate(self.chars)}
         missing = [c for c in dict.fromkeys(text) if c not in index]
         if missing:
@@ -86,6 +99,11 @@ class Vocab:
 
 def split(ids: np.ndarray, val_fraction: float = VAL_FRACTION) -> tuple[np.ndarray, np.ndarray]:
     """(n,) ids -> (train, val): contiguous, val the last val_fraction, so no validation line is seen in training."""
+    ids = as_int_array("ids", ids, 1)
+    if not 0 < check_number("val_fraction", val_fraction, low=0.0) < 1:
+        raise ValueError(f"val_fraction: expected a number in (0, 1), got {val_fraction!r}")
+    if round(len(ids) * val_fraction) < 1 or round(len(ids) * val_fraction) >= len(ids):
+        raise ValueError(f"ids: {len(ids)} ids leave an empty training or validation part at {val_fraction=}")
     cut = len(ids) - int(round(len(ids) * val_fraction))
     return ids[:cut], ids[cut:]
 

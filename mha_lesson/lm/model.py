@@ -21,6 +21,7 @@ LN_EPS = 1e-5
 GELU_C = math.sqrt(2.0 / math.pi)  # gelu_tanh(u) = u/2 * (1 + tanh(GELU_C * (u + 0.044715 u^3)))
 INIT_STD = 0.02  # GPT-2's initialisation
 DTYPE = np.float32
+MAX_NEW = 10**6  # tokens generate will make in one call (the corpus's size): more would run for hours
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +54,7 @@ class GPTConfig:
 
 def param_shapes(config: GPTConfig) -> dict[str, tuple[int, ...]]:
     """Every parameter's name -> shape, in a fixed order (the order init_params draws them in)."""
+    _check_config(config)
     d, f = config.d_model, config.d_ff
     shapes: dict[str, tuple[int, ...]] = {"wte": (config.vocab_size, d), "wpe": (config.n_ctx, d)}
     for i in range(config.n_layer):
@@ -85,6 +87,8 @@ def init_params(config: GPTConfig, seed: int = 0) -> dict[str, np.ndarray]:
 
 def n_params(params: dict[str, np.ndarray]) -> int:
     """The number of parameters (wte counted once: the read-out shares it)."""
+    if not isinstance(params, dict) or not params or not all(isinstance(a, np.ndarray) for a in params.values()):
+        raise ValueError(f"params: expected a non-empty dict of numpy arrays, got {type(params).__name__}")
     return sum(a.size for a in params.values())
 
 
@@ -124,7 +128,7 @@ def check_tokens(name: str, tokens: object, config: GPTConfig, ndim: int = 2) ->
 
 
 def attn_params(params: dict[str, np.ndarray], config: GPTConfig, i: int) -> MHAParams:
-    """Layer i's attention weights as the series' MHAParams (views, no copies)."""
+    """Layer i's attention weights as the series' MHAParams (views, no copies); unchecked (callers check params)."""
     p = f"h{i}.attn."
     return MHAParams(
         h=config.n_head, **{k: params[p + k] for k in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")}
@@ -135,7 +139,7 @@ def attn_params(params: dict[str, np.ndarray], config: GPTConfig, i: int) -> MHA
 
 
 def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """(..., d) -> (normalised * g + b, (x_hat (..., d), rstd (..., 1))) over the last axis, eps 1e-5."""
+    """Unchecked: (..., d) -> (normalised * g + b, (x_hat (..., d), rstd (..., 1))) over the last axis, eps 1e-5."""
     mu = x.mean(axis=-1, keepdims=True)  # (..., 1)
     xc = x - mu
     rstd = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + LN_EPS)  # (..., 1)
@@ -146,7 +150,7 @@ def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray) -> tuple[np.ndarray,
 def layer_norm_backward(
     d_y: np.ndarray, cache: tuple[np.ndarray, np.ndarray], g: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """d_y (..., d) -> (d_x (..., d), d_g (d,), d_b (d,))."""
+    """Unchecked LayerNorm backward: d_y (..., d) -> (d_x (..., d), d_g (d,), d_b (d,))."""
     x_hat, rstd = cache
     rows = d_y.reshape(-1, d_y.shape[-1])  # (rows, d)
     d_g = (rows * x_hat.reshape(rows.shape)).sum(axis=0)
@@ -159,13 +163,13 @@ def layer_norm_backward(
 
 
 def gelu(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """GELU, tanh approximation (GPT-2's): u (...) -> (gelu(u), tanh term kept for the backward)."""
+    """Unchecked GELU, tanh approximation (GPT-2's): u (...) -> (gelu(u), tanh term kept for the backward)."""
     t = np.tanh(GELU_C * (u + 0.044715 * u * u * u))
     return 0.5 * u * (1.0 + t), t
 
 
 def gelu_backward(d_y: np.ndarray, u: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """d gelu(u) / du times d_y, from the kept tanh term t, shape of u."""
+    """Unchecked: d gelu(u) / du times d_y, from the kept tanh term t, shape of u."""
     inner = GELU_C * (1.0 + 3 * 0.044715 * u * u)
     return d_y * (0.5 * (1.0 + t) + 0.5 * u * (1.0 - t * t) * inner)
 
@@ -176,7 +180,7 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def cross_entropy(logits: np.ndarray, targets: np.ndarray) -> tuple[float, np.ndarray]:
-    """Mean cross-entropy over every position: logits (..., V), targets (...) -> (loss, d_logits (..., V))."""
+    """Unchecked mean cross-entropy over every position: logits (..., V), targets (...) -> (loss, d_logits (..., V))."""
     shifted = logits - logits.max(axis=-1, keepdims=True)  # exp() stays finite
     exp = np.exp(shifted)
     total = exp.sum(axis=-1, keepdims=True)  # (..., 1)
@@ -316,7 +320,8 @@ def generate(
     """
     check_params(params, config)
     prompt = check_tokens("prompt_ids", prompt_ids, config, ndim=1)
-    n_new = check_nonnegative_int("n_new", n_new)
+    if check_nonnegative_int("n_new", n_new) > MAX_NEW:
+        raise ValueError(f"n_new: expected at most {MAX_NEW:,d} tokens per call, got {n_new}")
     temperature, top_k = _check_sampling(temperature, top_k)
     rng = np.random.default_rng(check_nonnegative_int("seed", seed))
     ids = [int(t) for t in prompt]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import check_nonnegative_int, check_number, check_positive_int
+from .._checks import as_int_array, check_nonnegative_int, check_number, check_positive_int, check_size, type_name
 from .corpus import Vocab
 from .model import GPTConfig, _forward, check_params, cross_entropy, init_params, loss_and_grads, param_shapes
 
@@ -55,10 +55,26 @@ class TrainConfig:
 
 def lr_at(step: int, tc: TrainConfig) -> float:
     """The learning rate of step (0-based): linear warm-up, then cosine from lr down to min_lr at the last step."""
+    step = check_nonnegative_int("step", step)
+    _check_train_config(tc)
     if step < tc.warmup:
         return tc.lr * (step + 1) / (tc.warmup + 1)  # nanoGPT's warm-up: never exactly 0
     progress = min(1.0, (step - tc.warmup) / max(1, tc.steps - tc.warmup))
     return tc.min_lr + 0.5 * (1.0 + math.cos(math.pi * progress)) * (tc.lr - tc.min_lr)
+
+
+def _check_train_config(tc: object) -> TrainConfig:
+    if not isinstance(tc, TrainConfig):
+        raise ValueError(f"tc: expected a TrainConfig, got {type_name(tc)}")
+    return tc
+
+
+def _check_arrays(name: str, arrays: object) -> dict[str, np.ndarray]:
+    """arrays if it is a non-empty dict of floating-point numpy arrays, else ValueError naming it."""
+    ok = isinstance(arrays, dict) and arrays
+    if not ok or not all(isinstance(a, np.ndarray) and np.issubdtype(a.dtype, np.floating) for a in arrays.values()):
+        raise ValueError(f"{name}: expected a non-empty dict of floating-point numpy arrays, got {type_name(arrays)}")
+    return arrays
 
 
 class AdamW:
@@ -69,7 +85,8 @@ class AdamW:
     """
 
     def __init__(self, params: dict[str, np.ndarray], tc: TrainConfig) -> None:
-        self.tc, self.t = tc, 0
+        _check_arrays("params", params)
+        self.tc, self.t = _check_train_config(tc), 0
         self.names = list(params)
         self.flat = np.concatenate([params[n].ravel() for n in self.names])  # (n_params,)
         # Rebind every parameter to a view of flat, so one update of flat updates them all.
@@ -88,6 +105,10 @@ class AdamW:
     def step(self, grads: dict[str, np.ndarray], lr: float) -> float:
         """Clip grads to global norm tc.clip, then one AdamW update at rate lr; returns the norm before clipping."""
         tc = self.tc
+        _check_arrays("grads", grads)
+        if set(grads) != set(self.names) or any(grads[n].shape != self.params[n].shape for n in self.names):
+            raise ValueError("grads: expected one array per parameter, shaped like it")
+        lr = check_number("lr", lr, low=0.0, strict=False)
         g = np.concatenate([grads[n].ravel() for n in self.names]).astype(self.flat.dtype, copy=False)
         norm = float(np.sqrt(np.dot(g.astype(np.float64), g)))
         if norm > tc.clip:
@@ -105,6 +126,13 @@ class AdamW:
 
 def get_batch(ids: np.ndarray, batch: int, n_ctx: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """batch random windows of ids: (tokens (batch, n_ctx), targets (batch, n_ctx)), targets one step ahead."""
+    ids = as_int_array("ids", ids, 1)
+    check_positive_int("batch", batch)
+    if check_positive_int("n_ctx", n_ctx) >= len(ids):
+        raise ValueError(f"n_ctx: expected fewer than the {len(ids)} ids, got {n_ctx}")
+    check_size("batch", "the batch's windows", (batch, n_ctx + 1), np.int64)
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng: expected a numpy Generator (np.random.default_rng(seed)), got {type_name(rng)}")
     starts = rng.integers(0, len(ids) - n_ctx, size=batch)  # (batch,)
     window = starts[:, None] + np.arange(n_ctx + 1)  # (batch, n_ctx + 1)
     chunk = ids[window]
@@ -117,9 +145,17 @@ class Trainer:
     def __init__(
         self, config: GPTConfig, tc: TrainConfig, train_ids: np.ndarray, val_ids: np.ndarray, vocab: Vocab
     ) -> None:
+        if not isinstance(config, GPTConfig):
+            raise ValueError(f"config: expected a GPTConfig, got {type_name(config)}")
+        _check_train_config(tc)
+        if not isinstance(vocab, Vocab) or len(vocab) != config.vocab_size:
+            raise ValueError(f"vocab: expected a Vocab of vocab_size={config.vocab_size} characters, got {vocab!r:.60}")
         for name, ids in (("train_ids", train_ids), ("val_ids", val_ids)):
+            ids = as_int_array(name, ids, 1)
             if len(ids) <= config.n_ctx:
                 raise ValueError(f"{name}: expected more than n_ctx={config.n_ctx} tokens, got {len(ids)}")
+            if ids.min() < 0 or ids.max() >= config.vocab_size:
+                raise ValueError(f"{name}: expected ids in [0, {config.vocab_size}), got {ids.min()}..{ids.max()}")
         self.config, self.tc, self.vocab = config, tc, vocab
         self.train_ids, self.val_ids = train_ids, val_ids
         self.params = init_params(config, tc.seed)
@@ -178,6 +214,10 @@ class Trainer:
 
 def save_checkpoint(path: str | Path, trainer: Trainer) -> None:
     """Write params (float32), config, training config, vocabulary and log to one npz file."""
+    if not isinstance(trainer, Trainer):
+        raise ValueError(f"trainer: expected a Trainer, got {type_name(trainer)}")
+    if not isinstance(path, (str, Path)) or Path(path).is_dir() or not Path(path).parent.is_dir():
+        raise ValueError(f"path: cannot write a checkpoint to {path!r} (not a path, a directory, or no such folder)")
     meta = {
         "format": FORMAT,
         "config": dataclasses.asdict(trainer.config),
@@ -191,6 +231,8 @@ def save_checkpoint(path: str | Path, trainer: Trainer) -> None:
 
 def load_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], GPTConfig, Vocab, dict]:
     """Read a checkpoint -> (params, config, vocab, info with train_config and log); ValueError if malformed."""
+    if not isinstance(path, (str, Path)):
+        raise ValueError(f"checkpoint: expected a path, got {type_name(path)}")
     try:
         with np.load(path, allow_pickle=False) as f:
             data = {k: f[k] for k in f.files}
