@@ -2,6 +2,7 @@
 
 Layers, each importing only from those before it:
 - this package's root: the numpy library (attention, heads, projections, multihead, cost, encoder, pretrained, ...);
+- `lm/`: a small GPT trained on Shakespeare, built on the root only (import it as `mha_lesson.lm`);
 - `demos/`: what exists to make one lesson's point; `aids/`: the concept map, flashcards and HTML export;
 - `plots/` and `widgets/` on top; then `exercises/` and `bench/`.
 """

@@ -49,11 +49,20 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     """Softmax over the keys: scores (..., h, n_q, n_kv) -> weights, reusing scores' memory; masked keys get 0."""
     # Softmax is shift-invariant; shifting each row by its max only keeps exp() finite, so skip that
     # (slow, row by row) pass when every score is small. Checked before masking adds -inf.
-    if scores.size and max(scores.max(), -scores.min()) > SAFE_EXP_ARGUMENT:
-        row_max = scores.max(axis=-1, keepdims=True)  # (..., h, n_q, 1)
-        scores -= row_max
+    large = scores.size and max(scores.max(), -scores.min()) > SAFE_EXP_ARGUMENT
+    row_max = scores.max(axis=-1, keepdims=True) if large else None  # (..., h, n_q, 1), over every key
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)  # exp(-inf) = 0: no weight on a masked key
+        if large:
+            # Where masked keys alone top the allowed ones by more than SAFE_EXP_ARGUMENT, shift by the allowed
+            # keys' max instead: the full row's max would push every allowed score below exp's range (float32
+            # underflows below exp(-103)) and zero the row. Elsewhere the shift stays the full row's max, as it
+            # always was, so runs saved before (lesson 11's sweep) are recomputed bit for bit.
+            allowed_max = scores.max(axis=-1, keepdims=True)  # -inf on a fully masked row
+            far = (row_max - allowed_max > SAFE_EXP_ARGUMENT) & np.isfinite(allowed_max)
+            row_max = np.where(far, allowed_max, row_max)
+    if large:
+        scores -= row_max  # masked keys stay -inf
     weights = np.exp(scores, out=scores)
     total = row_sums(weights)  # (..., h, n_q, 1)
     total[total == 0] = 1.0  # a fully masked row: every numerator is 0, so its weights stay 0, not NaN

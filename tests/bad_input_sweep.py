@@ -47,6 +47,9 @@ from mha_lesson import (
     training,
 )
 from mha_lesson import pretrained as pre
+from mha_lesson.lm import corpus as lm_corpus
+from mha_lesson.lm import model as lm_model
+from mha_lesson.lm import train as lm_train
 
 rope = importlib.import_module("mha_lesson.rope")  # the package's `rope` is the function
 linear_attention = importlib.import_module("mha_lesson.linear_attention")  # so is its `linear_attention`
@@ -54,6 +57,7 @@ linear_attention = importlib.import_module("mha_lesson.linear_attention")  # so 
 MODULES = (attention, heads, projections, multihead, cost, encoder, embeddings, positional, rope, tiled, circuits)
 MODULES += (headscores, training, gradients, pre, display)
 MODULES += (sinks, gates, norms, mla, linear_attention, differential, kv_cache)
+MODULES += (lm_model, lm_corpus, lm_train)
 OUTCOMES = (
     "a ValueError naming the argument",
     "the right answer for valid input",
@@ -82,6 +86,10 @@ BASELINE = headscores.uniform_baseline([5, 6])
 QKN = norms.QKNorm(q_weight=np.full(4, 0.9), k_weight=np.full(4, 1.1), eps=1e-6)
 MLAP = mla.init_mla_params(8, 2, 4, 2, seed=0)
 MLA_FIELDS = {f: getattr(MLAP, f) for f in ("w_dkv", "w_uk", "w_uv", "w_kr", "w_q", "w_qr", "w_o", "h")}
+LM_C = lm_model.GPTConfig(vocab_size=7, n_layer=1, n_head=2, d_model=8, n_ctx=6)
+LM_P = lm_model.init_params(LM_C)
+LM_T = np.array([[1, 2, 3], [4, 5, 6]])
+LM_TC = lm_train.TrainConfig()
 
 # One valid call per public function: keyword arguments (a function here is a check, not a call).
 VALID: dict[Callable, dict] = {
@@ -242,6 +250,45 @@ VALID: dict[Callable, dict] = {
     },
     kv_cache.KVCache: {"window": 4, "sinks": 1},
     kv_cache.decode_step: {"x_t": X[0, 0], "params": P, "cache": kv_cache.KVCache()},
+    lm_model.GPTConfig: {"vocab_size": 7, "n_layer": 1, "n_head": 2, "d_model": 8, "n_ctx": 6, "d_ff": 12},
+    lm_model.param_shapes: {"config": LM_C},
+    lm_model.init_params: {"config": LM_C, "seed": 1},
+    lm_model.n_params: {"params": LM_P},
+    lm_model.check_params: {"params": LM_P, "config": LM_C},
+    lm_model.logits: {"params": LM_P, "config": LM_C, "tokens": LM_T},
+    lm_model.loss_and_grads: {"params": LM_P, "config": LM_C, "tokens": LM_T, "targets": LM_T},
+    lm_model.generate: {
+        "params": LM_P,
+        "config": LM_C,
+        "prompt_ids": np.array([1, 2]),
+        "n_new": 3,
+        "temperature": 0.5,
+        "top_k": 2,
+        "seed": 0,
+    },
+    lm_corpus.Vocab: {"chars": "abc"},
+    lm_corpus.build_text: {"works": ["a", "b"]},
+    lm_corpus.split: {"ids": np.arange(20), "val_fraction": 0.1},
+    lm_corpus.load: {"val_fraction": 0.1},
+    lm_corpus.load_text: {"path": lm_corpus.CORPUS},
+    lm_train.TrainConfig: {
+        "steps": 10,
+        "batch": 2,
+        "lr": 1e-3,
+        "min_lr": 1e-4,
+        "warmup": 2,
+        "beta1": 0.9,
+        "beta2": 0.99,
+        "eps": 1e-8,
+        "weight_decay": 0.1,
+        "clip": 1.0,
+        "seed": 0,
+        "eval_every": 5,
+        "eval_batches": 2,
+    },
+    lm_train.lr_at: {"step": 3, "tc": LM_TC},
+    lm_train.AdamW: {"params": {"w": np.ones((2, 2))}, "tc": LM_TC},
+    lm_train.get_batch: {"ids": np.arange(20), "batch": 2, "n_ctx": 4, "rng": G},
 }
 # Public methods, bound to small valid objects. Every call runs in a forked child, so an append or a step changes
 # the child's copy only: each call starts from the same state (a cache holding one token, a fresh optimiser).
@@ -253,6 +300,8 @@ INDUCTION = circuits.hand_built_induction(5, 8)
 ADAM = training.Adam(np.zeros(3), 0.1)
 TRAINER = training.Trainer("two_lookups", h=2, steps=1, batch=2)
 TOKENS = np.array([1, 2, 1, 2])
+LM_VOCAB = lm_corpus.Vocab("abc")
+LM_ADAMW = lm_train.AdamW({"w": np.ones((2, 2))}, LM_TC)
 VALID |= {
     P.w_q_head: {"i": 1},
     P.w_k_head: {"i": 1},
@@ -275,6 +324,9 @@ VALID |= {
     TRAINER.readout_accuracy: {},
     TRAINER.attention: {"tokens": np.arange(16)},
     TRAINER.checkpoint: {},
+    LM_VOCAB.encode: {"text": "abca", "name": "text"},
+    LM_VOCAB.decode: {"ids": np.array([0, 1, 2])},
+    LM_ADAMW.step: {"grads": {"w": np.full((2, 2), 0.5)}, "lr": 1e-3},
 }
 # Public functions and methods the sweep leaves out, and why.
 LEFT_OUT = {
@@ -284,10 +336,12 @@ LEFT_OUT = {
         gradients.forward, gradients.backward, gradients.masked_softmax, gradients.row_sums,
         gradients.projection_backward, gradients.concat_backward, gradients.weighted_sum_backward,
         gradients.softmax_backward, gradients.scores_backward, gradients.scale_backward,
-        gradients.shared_heads_backward,
+        gradients.shared_heads_backward, lm_model.attn_params, lm_model.layer_norm, lm_model.layer_norm_backward,
+        lm_model.gelu, lm_model.gelu_backward, lm_model.cross_entropy,
     ],
     "checks for other functions (their callers' calls cover them)": [
-        attention.check_qkv, multihead.check_qk_norm, projections.MHAParams.head_indices, pre.MiniLM.layer_heads,
+        attention.check_qkv, multihead.check_qk_norm, lm_model.check_tokens, projections.MHAParams.head_indices,
+        pre.MiniLM.layer_heads,
     ],
     "runs as long as asked, steps=10**9 being 10**9 steps (tests/test_training)": [training.Trainer.run],
     "needs the MiniLM model or a training run (tests/test_pretrained, test_headscores, test_training)": [
@@ -295,7 +349,8 @@ LEFT_OUT = {
         headscores.head_importance, headscores.prune_curve, headscores.pruning_results, headscores.pruning_reference,
         headscores.load_relations, headscores.antecedent_baselines, pre.MiniLM, pre.load_minilm, pre.head_ablation,
         pre.model_dir, pre.torch_reference, pre.corpus, training.forward, training.Trainer, training.train,
-        circuits.InductionModel,
+        circuits.InductionModel, lm_train.Trainer, lm_train.save_checkpoint, lm_train.load_checkpoint,
+        lm_train.Trainer.step, lm_train.Trainer.evaluate, lm_train.Trainer.run,
         *(getattr(pre.MiniLM, m) for m in ("tokenize", "word_ids", "embed", "hidden_states", "encode", "attentions")),
         pre.MiniLM.attentions_many, pre.MiniLM.without_heads,
     ],

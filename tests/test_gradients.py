@@ -172,6 +172,20 @@ def test_large_scores_take_the_shifted_path_and_stay_finite():
     assert all(np.isfinite(g).all() for g in grads.values())
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_large_masked_scores_do_not_shift_the_allowed_ones_out_of_range(dtype):
+    # A row's max must be taken over its allowed keys: shifted by a large masked score (here 141 above the
+    # allowed ones), every allowed weight underflowed to 0 in float32 and the row came out all zeros.
+    p = m.MHAParams(h=1, w_q=np.eye(2), w_k=np.eye(2), w_v=np.eye(2), w_o=np.eye(2)).astype(dtype)
+    x = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 200.0]], dtype=dtype)  # masked key 2 scores 141 against query 1
+    mask = m.causal_mask(3)
+    _, weights = m.multi_head_attention(x, x, x, p, mask)
+    out, cache = gradients.forward(x, x, x, p, mask)
+    assert (cache.Q @ cache.K.swapaxes(-1, -2)).max() > 10 * gradients.SAFE_EXP_ARGUMENT
+    np.testing.assert_allclose(cache.weights, weights, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(cache.weights.sum(axis=-1), 1.0, rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("change", "argument"),
     [
