@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
 
 from mha_lesson._blas import one_blas_thread
+from mha_lesson.bench._timing import interleaved_medians
 from mha_lesson.lm import corpus
 from mha_lesson.lm.model import GPTConfig, init_params, loss_and_grads
 from mha_lesson.lm.train import AdamW, TrainConfig, get_batch, lr_at
@@ -119,14 +118,7 @@ def main(argv: list[str]) -> None:
         f"step: batch {tc.batch}, n_ctx {config.n_ctx}, d_model {config.d_model}, {config.n_head} heads, "
         f"{config.n_layer} layers, float32; PyTorch on {args.torch_threads} thread(s)"
     )
-    times: dict[str, list[float]] = {name: [] for name in sides}
-    for _ in range(args.repeats):  # interleaved, so load on the machine hits both sides alike
-        for name, step in sides.items():
-            start = time.perf_counter()
-            for _ in range(args.steps):
-                step()
-            times[name].append((time.perf_counter() - start) / args.steps)
-    medians = {name: statistics.median(t) for name, t in times.items()}
+    medians = interleaved_medians(sides, args.repeats, args.steps)
     for name, t in medians.items():
         print(f"{name:<24} {t * 1e3:7.1f} ms per step")
     if torch_side is not None:

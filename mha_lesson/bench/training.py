@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 from collections.abc import Callable
 
@@ -20,6 +19,7 @@ import numpy as np
 
 from mha_lesson import training
 from mha_lesson._blas import one_blas_thread
+from mha_lesson.bench._timing import interleaved_medians
 
 
 def numpy_step(trainer: training.Trainer, batch: training.Batch) -> Callable[[], float]:
@@ -100,15 +100,8 @@ def main(argv: list[str]) -> None:
         f"{args.task} step: batch {c['batch']}, n {c['n']}, d_model {c['d_model']}, h {args.h}, "
         f"layers {args.layers}, float32, 1 thread"
     )
-    times: dict[str, list[float]] = {name: [] for name in sides}
     with one_blas_thread():
-        for _ in range(args.repeats):  # interleaved, so load on the machine hits both sides alike
-            for name, step in sides.items():
-                start = time.perf_counter()
-                for _ in range(args.steps):
-                    step()
-                times[name].append((time.perf_counter() - start) / args.steps)
-    medians = {name: statistics.median(t) for name, t in times.items()}
+        medians = interleaved_medians(sides, args.repeats, args.steps)
     for name, t in medians.items():
         print(f"{name:<20} {t * 1e3:7.3f} ms per step")
     if torch_side is not None:

@@ -199,22 +199,8 @@ def _difference(name: str, got: np.ndarray, want: np.ndarray) -> str:
 def check_case(fn: Callable, case: Case) -> str | None:
     """None when fn agrees with the library on case, else a sentence saying how it does not."""
     want = multi_head_attention(case.q, case.k, case.v, case.params, case.mask)
-    try:
-        with np.errstate(all="ignore"):  # a NaN is reported as a difference, not printed as a warning
-            result = fn(case.q.copy(), case.k.copy(), case.v.copy(), case.params, case.mask)
-    except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-        return f"it raised {type(exc).__name__}: {exc}"
-    got = _as_pair(result)
-    if isinstance(got, str):
-        return got
-    if _matches(got, want):
-        return None
-    names = ("output", "weights")
-    problems = [_difference(n, g, w) for n, g, w in zip(names, got, want, strict=True) if not _matches((g,), (w,))]
-    explanation = diagnose(case, got)
-    if explanation is None and not np.isfinite(got[1]).all() and case.mask is not None:
-        explanation = "a query whose keys are all masked gets NaN weights: give it zero weights, as mha.softmax does."
-    return "; ".join(problems) + (f". Likely: {explanation}" if explanation else ".")
+    args = (case.q, case.k, case.v, case.params, case.mask)
+    return _compare(fn, args, want, lambda got: diagnose(case, got), masked=case.mask is not None)
 
 
 def check_capstone(fn: object) -> Feedback:
@@ -288,7 +274,9 @@ HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
 }
 
 
-def _compare(fn: Callable, args: tuple, want: tuple, diagnose_fn: Callable[[tuple], str | None]) -> str | None:
+def _compare(
+    fn: Callable, args: tuple, want: tuple, diagnose_fn: Callable[[tuple], str | None], masked: bool = True
+) -> str | None:
     """None when fn(*args) returns a pair equal to want, else a sentence saying how it differs."""
     try:
         with np.errstate(all="ignore"):  # a NaN is reported as a difference, not printed as a warning
@@ -303,7 +291,7 @@ def _compare(fn: Callable, args: tuple, want: tuple, diagnose_fn: Callable[[tupl
     names = ("output", "weights")
     problems = [_difference(n, g, w) for n, g, w in zip(names, got, want, strict=True) if not _matches((g,), (w,))]
     explanation = diagnose_fn(got)
-    if explanation is None and not np.isfinite(got[1]).all():
+    if explanation is None and masked and not np.isfinite(got[1]).all():
         explanation = "a query whose keys are all masked gets NaN weights: give it zero weights, as mha.softmax does."
     return "; ".join(problems) + (f". Likely: {explanation}" if explanation else ".")
 
