@@ -23,7 +23,7 @@ from ..plots.attention import attention_heatmap
 from ._base import Explorer, settle_layout
 
 MAX_GAIN = 2.0
-STEP = 0.05
+STEP = 0.1  # the page shows a slider's value to 0.1 (aria-valuenow), so finer steps look unchanged
 CURVE_GAINS = np.linspace(0.0, MAX_GAIN, 81)  # (81,) where the entropy curves are sampled
 COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red")  # one per head, in the curves and the titles
 
@@ -84,10 +84,16 @@ class SharpnessExplorer(Explorer):
     """Slider gain g -> the four toy heads' maps softmax(g · scaled scores), and each head's mean row entropy
     against g (the curves are fixed; a cursor and one dot per head mark the current g)."""
 
-    def __init__(self, gain: float = 0.25) -> None:
+    def __init__(self, gain: float = 0.3) -> None:
         controls = {
             "gain": widgets.FloatSlider(
-                value=gain, min=0.0, max=MAX_GAIN, step=STEP, description="gain g", readout_format=".2f"
+                value=gain,
+                min=0.0,
+                max=MAX_GAIN,
+                step=STEP,
+                description="gain g",
+                readout_format=".2f",
+                continuous_update=False,
             ),
         }
         self.text = widgets.HTML()
@@ -156,6 +162,6 @@ class SharpnessExplorer(Explorer):
         )
 
 
-def sharpness_explorer(gain: float = 0.25) -> SharpnessExplorer:
+def sharpness_explorer(gain: float = 0.3) -> SharpnessExplorer:
     """The gain explorer of lesson 4 (gain sets the starting value)."""
     return SharpnessExplorer(gain)
