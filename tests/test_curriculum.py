@@ -127,8 +127,8 @@ def test_every_link_to_a_notebook_and_a_glossary_term_resolves(path):
     text = "\n".join(ls.cell_text(c) for c in ls.load(path)["cells"] if c["cell_type"] == "markdown")
     for target, anchor in re.findall(r"\]\(([\w.-]+\.ipynb)(?:#([^)\s]*))?\)", text):
         assert (ls.NOTEBOOKS / target).exists(), f"link to {target}, which is not in notebooks/"
-        if target == "glossary.ipynb" and anchor:
-            assert anchor in anchors, f"glossary link #{anchor}: no such term"
+        if target == gl.page().name and anchor:
+            assert anchor in anchors | {gl.ANCHOR}, f"glossary link #{anchor}: no such term"
 
 
 def test_lessons_link_their_neighbours():
@@ -139,7 +139,7 @@ def test_lessons_link_their_neighbours():
 
 def test_start_page_table_is_generated_from_the_metadata():
     nb = ls.load(ls.NOTEBOOKS / f"{ls.START_PAGE}.ipynb")
-    _, block = ls.start_page_block(nb)
+    _, block = ls.generated_block(nb, ls.BEGIN, ls.END)
     assert block == ls.curriculum_markdown(ls.read_lessons()), "run: python -m mha_lesson.aids.lessons --write"
     lessons = ls.read_lessons()
     assert f"about {ls.core_path_minutes(lessons)} minutes" in block
@@ -170,11 +170,15 @@ def test_read_lesson_names_the_notebook_and_what_is_wrong(tmp_path):
         ls.read_lesson(path)
 
 
-def test_glossary_page_is_generated_from_its_terms():
+def test_glossary_is_the_review_lessons_last_section_generated_from_its_terms():
     gl.check_terms()
-    assert gl.PAGE.read_text(encoding="utf-8") == gl.page_text(), "run: python -m mha_lesson.aids.glossary --write"
+    review = ls.load(gl.page())
+    i, block = ls.generated_block(review, gl.BEGIN, gl.END)
+    assert block == gl.glossary_markdown(), "run: python -m mha_lesson.aids.glossary --write"
+    assert i == len(review["cells"]) - 1 and ls.read_lesson(gl.page()).track == "review"
     start = ls.load(ls.NOTEBOOKS / "00_start_here.ipynb")["cells"]
-    assert any("](glossary.ipynb)" in ls.cell_text(c) for c in start if c["cell_type"] == "markdown")
+    link = f"]({gl.page().name}#{gl.ANCHOR})"
+    assert any(link in ls.cell_text(c) for c in start if c["cell_type"] == "markdown")
 
 
 @pytest.mark.parametrize(

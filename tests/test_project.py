@@ -16,7 +16,6 @@ else:  # pragma: no cover
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-LESSONS = [p for p in NOTEBOOKS if re.match(r"\d\d_", p.name)]  # the glossary is a page, not a lesson
 
 
 def _split(req: str) -> tuple[str, str]:
@@ -57,8 +56,7 @@ def test_notebook_is_committed_without_outputs_and_with_a_kernelspec(path):
 
 
 def test_notebooks_are_numbered_in_reading_order():
-    assert [p.name for p in NOTEBOOKS if p not in LESSONS] == ["glossary.ipynb"]
-    numbers = [int(p.name[:2]) for p in LESSONS]
+    numbers = [int(p.name[:2]) for p in NOTEBOOKS]
     assert numbers == list(range(len(numbers))), "lessons are numbered 00, 01, 02, ... without gaps"
 
 
@@ -69,9 +67,9 @@ def test_readme_quick_start_is_the_two_make_commands():
     assert commands == ["make lab", "make test"]
 
 
-@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_lesson_ends_with_a_hinglish_recap_and_a_link_onwards(path):
     cells = [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
     assert any("## Recap in Hinglish" in s for s in cells), f"{path.name} has no Hinglish recap"
-    if path != LESSONS[-1]:
+    if path != NOTEBOOKS[-1]:
         assert re.search(r"Next:\** \[Lesson \d+", "\n".join(cells)), f"{path.name} links no next lesson"
