@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_finite, check_positive_int
+from ._checks import as_float_array, check_positive_int
+from .attention import check_qkv
 
 
 def _check_rate(name: str, x: object, shape: tuple[int, ...]) -> np.ndarray | None:
@@ -40,22 +41,10 @@ Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray
 
 def _check_inputs(q: object, k: object, v: object, beta: object, decay: object) -> Arrays:
     """Validate q, k (..., n, d_k), v (..., n, d_v), beta and decay (..., n); return them broadcast."""
-    q, k, v = (as_float_array(name, a, 2) for name, a in (("q", q), ("k", k), ("v", v)))
-    if k.shape[-1] != q.shape[-1]:
-        raise ValueError(f"k: expected last dimension d_k={q.shape[-1]} like q, got shape {k.shape}")
-    if k.shape[-2] != q.shape[-2]:
+    q, k = as_float_array("q", q, 2), as_float_array("k", k, 2)
+    if k.shape[-2] != q.shape[-2]:  # before check_qkv, which would blame v for a short k
         raise ValueError(f"k: expected n={q.shape[-2]} rows like q (causal self-attention), got shape {k.shape}")
-    if v.shape[-2] != q.shape[-2]:
-        raise ValueError(f"v: expected n={q.shape[-2]} rows like q, got shape {v.shape}")
-    for name, a in (("q", q), ("k", k), ("v", v)):
-        check_finite(name, a)
-    try:
-        lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"k: expected leading dimensions that broadcast with q {q.shape[:-2]}, "
-            f"got k {k.shape[:-2]}, v {v.shape[:-2]}"
-        ) from None
+    q, k, v, lead = check_qkv(q, k, v)  # the shapes and values scaled_dot_product_attention checks
     n = q.shape[-2]
     beta = _check_rate("beta", beta, (*lead, n))
     decay = _check_rate("decay", decay, (*lead, n))
