@@ -101,6 +101,8 @@ class AdamW:
         )
         self.m = np.zeros_like(self.flat)  # running mean of gradients
         self.v = np.zeros_like(self.flat)  # running mean of squared gradients
+        # Two scratch vectors: the update runs in place, since a temporary per line costs more than the arithmetic.
+        self.g, self.tmp = np.empty_like(self.flat), np.empty_like(self.flat)
 
     def step(self, grads: dict[str, np.ndarray], lr: float) -> float:
         """Clip grads to global norm tc.clip, then one AdamW update at rate lr; returns the norm before clipping."""
@@ -109,18 +111,28 @@ class AdamW:
         if set(grads) != set(self.names) or any(grads[n].shape != self.params[n].shape for n in self.names):
             raise ValueError("grads: expected one array per parameter, shaped like it")
         lr = check_number("lr", lr, low=0.0, strict=False)
-        g = np.concatenate([grads[n].ravel() for n in self.names]).astype(self.flat.dtype, copy=False)
-        norm = float(np.sqrt(np.dot(g.astype(np.float64), g)))
+        g, tmp = self.g, self.tmp
+        np.concatenate([grads[n].ravel() for n in self.names], out=g, casting="same_kind")
+        norm = math.sqrt(float(np.dot(g, g)))
         if norm > tc.clip:
             g *= tc.clip / (norm + 1e-6)  # torch.nn.utils.clip_grad_norm_'s factor
         self.t += 1
         self.m *= tc.beta1
-        self.m += (1 - tc.beta1) * g
+        np.multiply(g, 1 - tc.beta1, out=tmp)
+        self.m += tmp
         self.v *= tc.beta2
-        self.v += (1 - tc.beta2) * g * g
-        self.flat -= (lr * tc.weight_decay) * self.decay * self.flat  # decoupled: not scaled by 1/sqrt(v)
-        denom = np.sqrt(self.v) * (1 / math.sqrt(1 - tc.beta2**self.t)) + tc.eps
-        self.flat -= (lr / (1 - tc.beta1**self.t)) * self.m / denom
+        np.multiply(g, g, out=tmp)
+        tmp *= 1 - tc.beta2
+        self.v += tmp
+        np.multiply(self.decay, self.flat, out=tmp)  # decoupled: lr * wd * w, not scaled by 1/sqrt(v)
+        tmp *= lr * tc.weight_decay
+        self.flat -= tmp
+        np.sqrt(self.v, out=tmp)
+        tmp *= 1 / math.sqrt(1 - tc.beta2**self.t)
+        tmp += tc.eps
+        np.divide(self.m, tmp, out=tmp)
+        tmp *= lr / (1 - tc.beta1**self.t)
+        self.flat -= tmp
         return norm
 
 
