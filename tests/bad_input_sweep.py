@@ -257,6 +257,8 @@ VALID: dict[Callable, dict] = {
     lm_model.check_params: {"params": LM_P, "config": LM_C},
     lm_model.logits: {"params": LM_P, "config": LM_C, "tokens": LM_T},
     lm_model.loss_and_grads: {"params": LM_P, "config": LM_C, "tokens": LM_T, "targets": LM_T},
+    lm_model.attention_weights: {"params": LM_P, "config": LM_C, "tokens": LM_T},
+    lm_model.ablate_heads: {"params": LM_P, "config": LM_C, "heads": [(0, 1)]},
     lm_model.generate: {
         "params": LM_P,
         "config": LM_C,
@@ -350,7 +352,7 @@ LEFT_OUT = {
         headscores.load_relations, headscores.antecedent_baselines, pre.MiniLM, pre.load_minilm, pre.head_ablation,
         pre.model_dir, pre.torch_reference, pre.corpus, training.forward, training.Trainer, training.train,
         circuits.InductionModel, lm_train.Trainer, lm_train.save_checkpoint, lm_train.load_checkpoint,
-        lm_train.Trainer.step, lm_train.Trainer.evaluate, lm_train.Trainer.run,
+        lm_train.Trainer.step, lm_train.Trainer.evaluate, lm_train.Trainer.run, lm_train.Trainer.make_batch,
         *(getattr(pre.MiniLM, m) for m in ("tokenize", "word_ids", "embed", "hidden_states", "encode", "attentions")),
         pre.MiniLM.attentions_many, pre.MiniLM.without_heads,
     ],

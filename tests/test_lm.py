@@ -293,7 +293,9 @@ def test_cli_trains_samples_and_reports_bad_input_in_one_line(tmp_path):
     small = ["--n-layer", "1", "--n-head", "2", "--d-model", "16", "--n-ctx", "8", "--batch", "4"]
     result = subprocess.run([*env_run, "train", "--steps", "5", "--eval-every", "5", *small, "--out", str(out)], **kw)
     assert result.returncode == 0, result.stderr
-    assert "5/5" in result.stderr and "validation loss" in result.stderr and out.is_file()
+    assert "5/5" in result.stderr and out.is_file()  # the progress bar on stderr, the log on stdout
+    assert re.search(r"^step     5  loss \d\.\d{4}  val \d\.\d{4}  lr ", result.stdout, re.M)
+    assert "parameters" in result.stdout and re.search(r"validation loss \d\.\d{4} after \d+ s", result.stdout)
     result = subprocess.run([*env_run, "sample", "--checkpoint", str(out), "--prompt", "To be", "--n", "20"], **kw)
     assert result.returncode == 0 and result.stdout.startswith("To be") and len(result.stdout) == 26
     for args, words in (
@@ -305,3 +307,45 @@ def test_cli_trains_samples_and_reports_bad_input_in_one_line(tmp_path):
         result = subprocess.run([*env_run, *args], **kw)
         lines = result.stderr.strip().splitlines()
         assert result.returncode == 2 and len(lines) == 1 and words in lines[0], result.stderr
+
+
+# --- looking inside: attention weights and head ablation -------------------------------------------------
+
+
+def test_attention_weights_are_each_layers_softmax_recomputed_by_hand():
+    params = random_params(TINY, seed=5)
+    tokens = np.array([[1, 2, 3, 4, 5, 6], [0, 0, 1, 1, 2, 2]])
+    weights = lm.attention_weights(params, TINY, tokens)
+    assert weights.shape == (2, 2, 2, 6, 6)
+    # Layer 0 by hand: x = embeddings, a = LayerNorm(x), scores per head = (a W_q)(a W_k)^T / sqrt(d_k), causal.
+    x = params["wte"][tokens] + params["wpe"][:6]
+    a = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * params["h0.ln1.g"]
+    a = a + params["h0.ln1.b"]
+    for head in range(2):
+        cols = slice(4 * head, 4 * head + 4)
+        q = a @ params["h0.attn.w_q"][:, cols] + params["h0.attn.b_q"][cols]
+        k = a @ params["h0.attn.w_k"][:, cols] + params["h0.attn.b_k"][cols]
+        s = q @ k.transpose(0, 2, 1) / 2.0 + np.where(np.tri(6, dtype=bool), 0.0, -np.inf)
+        expected = np.exp(s - s.max(-1, keepdims=True))
+        np.testing.assert_allclose(weights[0, :, head], expected / expected.sum(-1, keepdims=True), atol=1e-12)
+    assert np.allclose(weights.sum(-1), 1) and np.all(np.triu(weights, 1) == 0)
+
+
+def test_ablating_a_head_equals_leaving_its_output_out_of_the_concatenation():
+    params = random_params(TINY, seed=6)
+    tokens = np.array([[1, 2, 3, 4, 5, 6]])
+    ablated = lm.ablate_heads(params, TINY, [(1, 0)])
+    assert ablated["h1.attn.w_o"] is not params["h1.attn.w_o"] and np.any(params["h1.attn.w_o"][:4] != 0)
+    # Independent route: the same model with head 0 of layer 1 given V = 0 and b_v = 0 writes nothing either.
+    silent = dict(params)
+    for name in ("w_v", "b_v"):
+        silent[f"h1.attn.{name}"] = params[f"h1.attn.{name}"].copy()
+        silent[f"h1.attn.{name}"][..., :4] = 0.0
+    np.testing.assert_allclose(lm.logits(ablated, TINY, tokens), lm.logits(silent, TINY, tokens), atol=1e-12)
+    assert not np.allclose(lm.logits(ablated, TINY, tokens), lm.logits(params, TINY, tokens))
+    both = lm.ablate_heads(params, TINY, [(1, 0), (1, 1)])
+    assert np.all(both["h1.attn.w_o"] == 0) and both["h0.attn.w_o"] is params["h0.attn.w_o"]
+    with pytest.raises(ValueError, match="heads: expected layers 0..1, heads 0..1; got \\(2, 0\\)"):
+        lm.ablate_heads(params, TINY, [(2, 0)])
+    with pytest.raises(ValueError, match="heads: expected \\(layer, head\\) pairs"):
+        lm.ablate_heads(params, TINY, [3])

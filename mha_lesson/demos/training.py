@@ -18,10 +18,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from threadpoolctl import threadpool_info
 
 from .. import gradients, training
-from .._blas import one_blas_thread
+from .._blas import blas_name, one_blas_thread
 from .._checks import check_positive_int
 from ..attention import causal_mask
 from ..heads import merge_heads
@@ -244,20 +243,6 @@ def sweep_entry(h: int, seed: int, *, layers: int = 1, steps: int = SWEEP_STEPS)
         seconds=time.perf_counter() - start,
         **{name: np.array(values) for name, values in rows.items()},
     )
-
-
-def blas_name() -> str:
-    """The BLAS numpy uses, with its version and CPU kernels: results are bit for bit only on the same ones."""
-    blas = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
-    if not blas:
-        return "unknown"
-    # Other packages may load a BLAS of their own (scipy bundles another OpenBLAS): take the one numpy ships with
-    # (under numpy's folder), else the first, as for a numpy built against the system's BLAS.
-    numpy_dir = Path(np.__file__).parent  # wheels put it in numpy.libs beside numpy (or in numpy/.libs)
-    homes = (numpy_dir.with_name(f"{numpy_dir.name}.libs"), numpy_dir / ".libs")
-    own = [lib for lib in blas if Path(lib.get("filepath", "")).parent in homes]
-    lib = (own or blas)[0]
-    return f"{lib.get('internal_api')} {lib.get('version')} {lib.get('architecture')}"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -6,7 +6,16 @@ uses mha_lesson.kv_cache.
 """
 
 from .corpus import Vocab, load, load_text, split
-from .model import GPTConfig, generate, init_params, logits, loss_and_grads, n_params
+from .model import (
+    GPTConfig,
+    ablate_heads,
+    attention_weights,
+    generate,
+    init_params,
+    logits,
+    loss_and_grads,
+    n_params,
+)
 from .train import AdamW, TrainConfig, Trainer, load_checkpoint, lr_at, save_checkpoint
 
 __all__ = [
@@ -15,6 +24,8 @@ __all__ = [
     "TrainConfig",
     "Trainer",
     "Vocab",
+    "ablate_heads",
+    "attention_weights",
     "generate",
     "init_params",
     "load",

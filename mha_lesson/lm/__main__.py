@@ -1,6 +1,8 @@
 """`python -m mha_lesson.lm train [options]` trains the Shakespeare GPT; `python -m mha_lesson.lm sample` samples it.
 
-Errors print one line on stderr and exit with status 2 (bad input) or 1 (training stopped on a NaN loss).
+The train command prints one log line per evaluation on stdout (step, loss, validation loss, learning rate,
+seconds) and a progress bar on stderr. Errors print one line on stderr and exit with status 2 (bad input) or 1
+(training stopped on a NaN loss).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+from .._blas import blas_name
 from . import corpus
 from .model import GPTConfig, generate, n_params
 from .train import TrainConfig, Trainer, load_checkpoint, save_checkpoint
@@ -66,7 +71,8 @@ def train(args: argparse.Namespace) -> int:
     vocab, train_ids, val_ids = corpus.load()
     config = GPTConfig(len(vocab), args.n_layer, args.n_head, args.d_model, args.n_ctx)
     trainer = Trainer(config, tc, train_ids, val_ids, vocab)
-    print(f"{n_params(trainer.params):,d} parameters, {len(train_ids):,d} training characters", file=sys.stderr)
+    print(f"{config}\n{tc}\nnumpy {np.__version__}, {blas_name()}")
+    print(f"{n_params(trainer.params):,d} parameters, {len(train_ids):,d} training characters", flush=True)
     start, last_draw = time.perf_counter(), 0.0
 
     def draw(step: int, loss: float) -> None:
@@ -76,6 +82,9 @@ def train(args: argparse.Namespace) -> int:
             val = trainer.log["val_loss"][-1] if trainer.log["val_loss"] else None
             print("\r" + progress(step, tc.steps, loss, val, now - start), end="", file=sys.stderr, flush=True)
             last_draw = now
+        if trainer.log["val_step"] and trainer.log["val_step"][-1] == step:  # the log: one line per evaluation
+            val, lr = trainer.log["val_loss"][-1], trainer.log["lr"][-1]
+            print(f"step {step:5d}  loss {loss:.4f}  val {val:.4f}  lr {lr:.2e}  {now - start:6.1f} s", flush=True)
 
     stopped = trainer.run(callback=draw)
     print(file=sys.stderr)
@@ -83,7 +92,8 @@ def train(args: argparse.Namespace) -> int:
     if stopped:
         print(f"{stopped}; checkpoint of the last finite step saved to {out}", file=sys.stderr)
         return 1
-    print(f"validation loss {trainer.log['val_loss'][-1]:.4f}; saved {out}", file=sys.stderr)
+    seconds = time.perf_counter() - start
+    print(f"validation loss {trainer.log['val_loss'][-1]:.4f} after {seconds:.0f} s; saved {out}")
     return 0
 
 

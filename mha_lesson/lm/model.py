@@ -241,6 +241,37 @@ def logits(params: dict[str, np.ndarray], config: GPTConfig, tokens: object) -> 
     return _forward(params, config, check_tokens("tokens", tokens, config))[0]
 
 
+def attention_weights(params: dict[str, np.ndarray], config: GPTConfig, tokens: object) -> np.ndarray:
+    """tokens (B, T) -> every head's attention weights (n_layer, B, n_head, T, T): queries on rows, keys on columns."""
+    check_params(params, config)
+    layers = _forward(params, config, check_tokens("tokens", tokens, config))[1]
+    return np.stack([attn.weights for _, _, attn, *_ in layers])  # attn is gradients.Cache
+
+
+def ablate_heads(params: dict[str, np.ndarray], config: GPTConfig, heads: object) -> dict[str, np.ndarray]:
+    """A copy of params whose listed (layer, head) pairs write nothing: their rows of W^O set to 0.
+
+    Head j's output reaches the residual stream only through rows j*d_k:(j+1)*d_k of W^O (lesson 6), so zeroing
+    them removes exactly that head's contribution (zero ablation); b_O and every other head stay as they were.
+    """
+    check_params(params, config)
+    try:
+        pairs = [(int(layer), int(head)) for layer, head in heads]
+    except (TypeError, ValueError):
+        raise ValueError(f"heads: expected (layer, head) pairs of integers, got {heads!r:.60}") from None
+    out = dict(params)
+    for layer, head in pairs:
+        if not (0 <= layer < config.n_layer and 0 <= head < config.n_head):
+            raise ValueError(
+                f"heads: expected layers 0..{config.n_layer - 1}, heads 0..{config.n_head - 1}; got ({layer}, {head})"
+            )
+        name = f"h{layer}.attn.w_o"
+        if out[name] is params[name]:
+            out[name] = params[name].copy()
+        out[name][head * config.d_k : (head + 1) * config.d_k] = 0.0
+    return out
+
+
 def loss_and_grads(
     params: dict[str, np.ndarray], config: GPTConfig, tokens: object, targets: object
 ) -> tuple[float, dict[str, np.ndarray]]:

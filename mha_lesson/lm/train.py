@@ -180,10 +180,14 @@ class Trainer:
         """Steps taken so far."""
         return len(self.log["step"])
 
+    def make_batch(self) -> tuple[np.ndarray, np.ndarray]:
+        """The next training batch: (tokens, targets), each (batch, n_ctx); a subclass may mix in other data."""
+        return get_batch(self.train_ids, self.tc.batch, self.config.n_ctx, self.rng)
+
     def step(self) -> float:
         """One training step; returns its loss (NaN is returned, not raised: run() stops on it)."""
         s = self.step_count
-        tokens, targets = get_batch(self.train_ids, self.tc.batch, self.config.n_ctx, self.rng)
+        tokens, targets = self.make_batch()
         loss, grads = loss_and_grads(self.params, self.config, tokens, targets)
         lr = lr_at(s, self.tc)
         if math.isfinite(loss):  # a NaN loss must not write NaN into every weight
