@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import mha_lesson as mha
-from mha_lesson import gradients, training
+from mha_lesson import _blas, gradients, training
 from mha_lesson.attention import causal_mask
 from mha_lesson.demos import training as lesson
 from mha_lesson.widgets import training as wt
@@ -424,7 +424,7 @@ def test_blas_name_is_numpys_own_blas_when_another_is_loaded_first(monkeypatch):
         {"user_api": "blas", "internal_api": "openblas", "version": "0.3.31", "architecture": "SkylakeX",
          "filepath": str(numpy_libs / "libscipy_openblas64_.so")},
     ]  # fmt: skip
-    monkeypatch.setattr(lesson, "threadpool_info", lambda: libs)
+    monkeypatch.setattr(_blas, "threadpool_info", lambda: libs)
     assert lesson.blas_name() == "openblas 0.3.31 SkylakeX"
-    monkeypatch.setattr(lesson, "threadpool_info", lambda: libs[:1])  # a numpy linked to the system's BLAS
+    monkeypatch.setattr(_blas, "threadpool_info", lambda: libs[:1])  # a numpy linked to the system's BLAS
     assert lesson.blas_name() == "openblas 0.3.30 Haswell"
