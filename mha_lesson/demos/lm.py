@@ -1,0 +1,311 @@
+"""Lesson 20's material: the shipped Shakespeare GPT, what its heads attend to, their ablations, the h sweep and
+the induction-head run.
+
+The three runs are too long for the lesson (minutes each); tests/reference/make_lm_runs.py regenerates the files
+it loads, and the tests retrain short prefixes of them to check that they come out the same.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .. import circuits
+from .._checks import check_positive_int
+from ..lm import corpus
+from ..lm.model import GPTConfig, _forward, ablate_heads, attention_weights, check_params, check_tokens, generate
+from ..lm.train import TrainConfig, Trainer, load_checkpoint
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+CHECKPOINT = DATA / "shakespeare_gpt.npz"  # python -m mha_lesson.lm train (the defaults), ~6 minutes
+TRAIN_LOG = DATA / "shakespeare_gpt.log"  # that command's printed log
+SWEEP_PATH = DATA / "lm_head_sweep.npz"
+INDUCTION_PATH = DATA / "lm_induction.npz"
+
+# --- what the heads attend to --------------------------------------------------------------------------------
+
+ROLES = (
+    "previous character",
+    "itself",
+    "start of the word",
+    "start of the line",
+    "same character earlier",
+    "speaker's name",
+)
+SPEAKER = re.compile(r"^[A-Z][A-Za-z' ]{1,30}\.$")  # a speech's heading line in the corpus: "King." or "First Witch."
+
+
+def role_patterns(text: str) -> dict[str, np.ndarray]:
+    """For a window of text (T characters): role -> (T, T) boolean, query i -> the keys that role points at.
+
+    Rows are left empty where a role would coincide with another: "start of the word" and "start of the line"
+    only score queries at least two characters after that start (else it is the previous character or itself),
+    and both need the start inside the window. "same character earlier" leaves out the previous character.
+    """
+    if not isinstance(text, str) or not text:
+        raise ValueError(f"text: expected a non-empty string, got {text!r:.40}")
+    T = len(text)
+    tokens = np.array(list(text))
+    pats = {
+        "previous character": np.eye(T, k=-1, dtype=bool),
+        "itself": np.eye(T, dtype=bool),
+        "same character earlier": circuits.duplicate_token_pattern(tokens) & ~np.eye(T, k=-1, dtype=bool),
+    }
+    word, line, speaker = (np.zeros((T, T), bool) for _ in range(3))
+    word_start = line_start = None  # inside the window, or None when the window starts mid-word / mid-line
+    name: tuple[int, int] | None = None  # the last speaker line's characters, until a blank line ends the speech
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    lines = {s: text[s : text.find("\n", s) if "\n" in text[s:] else T] for s in starts}
+    for i, c in enumerate(text):
+        if i in lines:  # a new line begins here
+            line_start = i
+            if i > 0 and lines[i] == "":
+                name = None  # a blank line: the speech is over
+            elif SPEAKER.match(lines[i]) and (i > 0 or text[:1].isupper()):
+                name = (i, i + len(lines[i]) - 1)  # the name, without its full stop
+        if c.isspace():
+            word_start = None
+        elif i == 0 or text[i - 1].isspace():
+            word_start = i
+        if word_start is not None and word_start < i - 1:
+            word[i, word_start] = True
+        if line_start is not None and line_start < i - 1 and i > 0 and i not in lines:
+            line[i, line_start] = True
+        if name is not None and i > name[1] + 1:
+            speaker[i, name[0] : name[1]] = True
+    pats["start of the word"], pats["start of the line"], pats["speaker's name"] = word, line, speaker
+    return {role: pats[role] for role in ROLES}
+
+
+def windows(ids: np.ndarray, count: int, length: int) -> np.ndarray:
+    """(count, length) windows of ids at evenly spaced starts: the same every time."""
+    check_positive_int("count", count)
+    starts = np.linspace(0, len(ids) - length - 1, count).astype(int)
+    return ids[starts[:, None] + np.arange(length)]
+
+
+def role_scores(params: dict, config: GPTConfig, vocab: corpus.Vocab, tokens: np.ndarray) -> dict[str, np.ndarray]:
+    """tokens (B, T) -> role -> (n_layer, n_head) attention on that role's keys, pooled over every scored query.
+
+    Also "uniform: <role>": what a head spreading its attention evenly over the allowed keys would score,
+    the baseline a real preference must beat.
+    """
+    tokens = check_tokens("tokens", tokens, config)
+    weights = attention_weights(params, config, tokens)  # (L, B, h, T, T)
+    T = tokens.shape[1]
+    uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]  # (T, T) causal, rows sum to 1
+    on = {r: np.zeros((config.n_layer, config.n_head)) for r in ROLES}
+    rows = {r: 0 for r in ROLES}
+    base = {r: 0.0 for r in ROLES}
+    for b in range(tokens.shape[0]):
+        for role, p in role_patterns(vocab.decode(tokens[b])).items():
+            scored = p.any(axis=1)  # (T,): the queries this role says something about
+            on[role] += (weights[:, b] * p).sum(axis=(-2, -1))  # rows sum to 1, so dividing by rows gives the mean
+            rows[role] += int(scored.sum())
+            base[role] += float((uniform * p).sum())
+    out = {r: on[r] / max(rows[r], 1) for r in ROLES}
+    return out | {f"uniform: {r}": np.array(base[r] / max(rows[r], 1)) for r in ROLES}
+
+
+# --- ablation ----------------------------------------------------------------------------------------------
+
+KINDS = ("first letter of a word", "rest of a word", "space, punctuation or newline")
+
+
+def position_losses(params: dict, config: GPTConfig, tokens: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Cross-entropy at every position: (B, T) -> (B, T) nats, float64."""
+    out = _forward(params, config, tokens)[0].astype(np.float64)  # (B, T, V)
+    out -= out.max(axis=-1, keepdims=True)
+    log_total = np.log(np.exp(out).sum(axis=-1))  # (B, T)
+    return log_total - np.take_along_axis(out, targets[..., None], axis=-1)[..., 0]
+
+
+def kinds(vocab: corpus.Vocab, tokens: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(B, T) index into KINDS of each target: a letter after a non-letter, a letter after a letter, or neither."""
+    is_letter = np.array([c.isalpha() for c in vocab.chars])
+    after_letter, letter = is_letter[tokens], is_letter[targets]
+    return np.where(letter & ~after_letter, 0, np.where(letter, 1, 2))
+
+
+def ablation_table(
+    params: dict, config: GPTConfig, vocab: corpus.Vocab, tokens: np.ndarray, targets: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Validation loss with each head zeroed: "all" (n_layer, n_head) and one table per kind, plus the baselines."""
+    check_params(params, config)
+    kind = kinds(vocab, tokens, targets)
+
+    def summary(losses: np.ndarray) -> np.ndarray:
+        return np.array([losses.mean()] + [losses[kind == k].mean() for k in range(len(KINDS))])
+
+    base = summary(position_losses(params, config, tokens, targets))
+    table = np.zeros((config.n_layer, config.n_head, 1 + len(KINDS)))
+    for layer in range(config.n_layer):
+        for head in range(config.n_head):
+            ablated = ablate_heads(params, config, [(layer, head)])
+            table[layer, head] = summary(position_losses(ablated, config, tokens, targets))
+    return {
+        "base": base,
+        "all": table[..., 0],
+        **{k: table[..., 1 + i] for i, k in enumerate(KINDS)},
+        "share": np.bincount(kind.ravel(), minlength=len(KINDS)) / kind.size,
+    }
+
+
+def load_model(path: Path = CHECKPOINT) -> tuple[dict, GPTConfig, corpus.Vocab, dict]:
+    """The shipped checkpoint: (params, config, vocab, info with train_config and log)."""
+    return load_checkpoint(path)
+
+
+# --- several heads against one: the h sweep ------------------------------------------------------------------
+
+SWEEP_HS = (1, 2, 4, 8, 16)
+SWEEP_SEEDS = (0, 1)
+SWEEP_STEPS = 1000  # every run the same budget: the default model's first 1,000 steps, schedule compressed to them
+
+
+def sweep_run(h: int, seed: int, steps: int = SWEEP_STEPS) -> dict[str, np.ndarray]:
+    """Train the default model (4 layers, d_model 128) with h heads: its log and wall time."""
+    vocab, train_ids, val_ids = corpus.load()
+    config = GPTConfig(len(vocab), 4, h, 128, 64)
+    tc = TrainConfig(steps=steps, seed=seed, eval_every=steps // 4)
+    trainer = Trainer(config, tc, train_ids, val_ids, vocab)
+    start = time.perf_counter()
+    trainer.run()
+    return {
+        "loss": np.array(trainer.log["loss"]),
+        "val_step": np.array(trainer.log["val_step"]),
+        "val_loss": np.array(trainer.log["val_loss"]),
+        "seconds": np.array(time.perf_counter() - start),
+    }
+
+
+def run_sweep(log=print) -> dict[str, np.ndarray]:
+    """Every (h, seed) of the sweep, as one dict of arrays keyed '<h>/<seed>/<field>' (minutes: see the script)."""
+    out = {"numpy_version": np.array(np.__version__)}
+    for h in SWEEP_HS:
+        for seed in SWEEP_SEEDS:
+            run = sweep_run(h, seed)
+            out |= {f"{h}/{seed}/{k}": v for k, v in run.items()}
+            log(f"h={h:>2} seed={seed}: val {run['val_loss'][-1]:.4f} ({float(run['seconds']):.0f} s)")
+    return out
+
+
+def load_sweep(path: Path = SWEEP_PATH) -> dict[str, np.ndarray]:
+    """The sweep's arrays, keyed as run_sweep writes them."""
+    with np.load(path) as f:
+        return {k: f[k] for k in f.files}
+
+
+def final_val(sweep: dict[str, np.ndarray]) -> np.ndarray:
+    """(len(SWEEP_HS), len(SWEEP_SEEDS)) validation loss at the end of the budget."""
+    return np.array([[sweep[f"{h}/{s}/val_loss"][-1] for s in SWEEP_SEEDS] for h in SWEEP_HS])
+
+
+# --- induction heads on real data ------------------------------------------------------------------------------
+
+REPEAT_FRACTION = 0.25  # of each batch's rows: a random letter block repeated to the end of the row
+REPEAT_LENGTHS = (8, 64)  # the block's length, drawn uniformly from this range (inclusive)
+INDUCTION_CONFIG = {"n_layer": 2, "n_head": 4, "d_model": 128, "n_ctx": 128}
+INDUCTION_STEPS = 3000
+PROBE_EVERY = 100
+PROBE_K = 40  # the probes: PROBE_K characters, then the same PROBE_K again, then fresh ones
+
+
+def letter_ids(vocab: corpus.Vocab) -> np.ndarray:
+    """The ids of the lower-case letters a-z."""
+    return np.array([vocab.chars.index(c) for c in "abcdefghijklmnopqrstuvwxyz"])
+
+
+def repeated_letters(rng: np.random.Generator, letters: np.ndarray, length: int) -> np.ndarray:
+    """(length,) ids: a block of random letters (REPEAT_LENGTHS long) repeated until length is filled."""
+    k = int(rng.integers(REPEAT_LENGTHS[0], REPEAT_LENGTHS[1] + 1))
+    block = rng.choice(letters, size=k)
+    return np.tile(block, math.ceil(length / k))[:length]
+
+
+class MixedTrainer(Trainer):
+    """A Trainer whose batches have a REPEAT_FRACTION of their rows replaced by repeated random letters."""
+
+    def __init__(self, *args, repeat_fraction: float = REPEAT_FRACTION, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.repeat_fraction = repeat_fraction
+        self.letters = letter_ids(self.vocab)
+
+    def make_batch(self) -> tuple[np.ndarray, np.ndarray]:
+        """Shakespeare windows, a fraction of the rows swapped for repeats (the same rows of every batch)."""
+        tokens, targets = super().make_batch()
+        n = round(self.repeat_fraction * len(tokens))
+        for row in range(n):
+            seq = repeated_letters(self.rng, self.letters, self.config.n_ctx + 1)
+            tokens[row], targets[row] = seq[:-1], seq[1:]
+        return tokens, targets
+
+
+def probe_tokens(vocab: corpus.Vocab, text: str, n_ctx: int, count: int = 8, seed: int = 1) -> dict[str, np.ndarray]:
+    """Held-out probes (count, n_ctx): "letters" (PROBE_K random letters twice, then random letters) and "verse"
+    (PROBE_K characters of the validation text twice, then the text that follows)."""
+    rng = np.random.default_rng(seed)
+    letters = letter_ids(vocab)
+    rows = []
+    for _ in range(count):
+        block = rng.choice(letters, size=PROBE_K)
+        rows.append(np.concatenate([block, block, rng.choice(letters, size=n_ctx - 2 * PROBE_K)]))
+    ids = vocab.encode(text)
+    starts = np.linspace(0, len(ids) - n_ctx - 1, count).astype(int)
+    verse = [np.concatenate([ids[s : s + PROBE_K], ids[s : s + n_ctx - PROBE_K]]) for s in starts]
+    return {"letters": np.array(rows), "verse": np.array(verse)}
+
+
+def induction_scores(params: dict, config: GPTConfig, probes: np.ndarray) -> np.ndarray:
+    """(n_layer, n_head) induction score (lesson 14's detector) on probes, averaged over them."""
+    weights = attention_weights(params, config, probes)  # (L, B, h, T, T)
+    return circuits.induction_score(weights, PROBE_K).mean(axis=1)  # (L, h)
+
+
+def induction_run(repeat_fraction: float = REPEAT_FRACTION, steps: int = INDUCTION_STEPS, seed: int = 0):
+    """Train the induction model, probing every PROBE_EVERY steps: (trainer, log of probes and val losses)."""
+    vocab, train_ids, val_ids = corpus.load()
+    config = GPTConfig(len(vocab), **INDUCTION_CONFIG)
+    tc = TrainConfig(steps=steps, batch=16, seed=seed, eval_every=250)
+    trainer = MixedTrainer(config, tc, train_ids, val_ids, vocab, repeat_fraction=repeat_fraction)
+    probes = probe_tokens(vocab, vocab.decode(val_ids), config.n_ctx)
+    probe_log: dict[str, list] = {"probe_step": [], "letters": [], "verse": []}
+
+    def probe(step: int, _loss: float) -> None:
+        if step % PROBE_EVERY == 0:
+            probe_log["probe_step"].append(step)
+            for name in ("letters", "verse"):
+                probe_log[name].append(induction_scores(trainer.params, config, probes[name]))
+
+    probe(0, 0.0)
+    trainer.run(callback=probe)
+    return trainer, {k: np.array(v) for k, v in probe_log.items()}
+
+
+# --- sampling --------------------------------------------------------------------------------------------------
+
+
+def greedy_by_recomputation(params: dict, config: GPTConfig, prompt_ids: np.ndarray, n_new: int) -> np.ndarray:
+    """Greedy decoding without a cache: the whole sequence through the model again for every new token."""
+    ids = list(prompt_ids)
+    for _ in range(n_new):
+        window = np.array(ids[-config.n_ctx :])[None]  # (1, <= n_ctx)
+        ids.append(int(np.argmax(_forward(params, config, window)[0][0, -1])))
+    return np.array(ids)
+
+
+def time_decoding(params: dict, config: GPTConfig, prompt_ids: np.ndarray, n_new: int, repeats: int = 3):
+    """(seconds with the KV cache, seconds recomputing, both outputs equal?): the best of repeats runs each."""
+    cached, recomputed = [], []
+    for _ in range(repeats):  # interleaved, so a busy moment slows both alike
+        start = time.perf_counter()
+        fast = generate(params, config, prompt_ids, n_new, temperature=0)
+        cached.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        slow = greedy_by_recomputation(params, config, prompt_ids, n_new)
+        recomputed.append(time.perf_counter() - start)
+    return min(cached), min(recomputed), bool(np.array_equal(fast, slow))
