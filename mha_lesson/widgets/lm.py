@@ -277,6 +277,8 @@ class LMTrainingExplorer(Explorer):
         try:
             while run.step < run.target and not stop.is_set():
                 with self.lock, one_blas_thread():  # the lock per step: a move waits one step at most
+                    if stop.is_set():  # set while this thread waited for the lock
+                        break
                     loss = run.trainer.step()
                     if not math.isfinite(loss):
                         raise FloatingPointError(f"the loss is {loss} at step {run.offset + run.step}")
