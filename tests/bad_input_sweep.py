@@ -346,6 +346,7 @@ LEFT_OUT = {
         pre.MiniLM.layer_heads,
     ],
     "runs as long as asked, steps=10**9 being 10**9 steps (tests/test_training)": [training.Trainer.run],
+    "formats a trainer's own counters for display (tests/test_lm's CLI run)": [lm_train.progress_line],
     "needs the MiniLM model or a training run (tests/test_pretrained, test_headscores, test_training)": [
         headscores.word_maps, headscores.relation_table, headscores.sink_scores, headscores.ablated_model,
         headscores.head_importance, headscores.prune_curve, headscores.pruning_results, headscores.pruning_reference,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ ROLES = (
     "itself",
     "start of the word",
     "start of the line",
+    "a space or line break",
     "same character earlier",
     "speaker's name",
 )
@@ -44,7 +46,8 @@ def role_patterns(text: str) -> dict[str, np.ndarray]:
 
     Rows are left empty where a role would coincide with another: "start of the word" and "start of the line"
     only score queries at least two characters after that start (else it is the previous character or itself),
-    and both need the start inside the window. "same character earlier" leaves out the previous character.
+    and both need the start inside the window. "same character earlier" leaves out the previous character;
+    "a space or line break" is every whitespace key up to the query.
     """
     if not isinstance(text, str) or not text:
         raise ValueError(f"text: expected a non-empty string, got {text!r:.40}")
@@ -54,6 +57,7 @@ def role_patterns(text: str) -> dict[str, np.ndarray]:
         "previous character": np.eye(T, k=-1, dtype=bool),
         "itself": np.eye(T, dtype=bool),
         "same character earlier": circuits.duplicate_token_pattern(tokens) & ~np.eye(T, k=-1, dtype=bool),
+        "a space or line break": np.tril(np.broadcast_to(np.char.isspace(tokens), (T, T))),
     }
     word, line, speaker = (np.zeros((T, T), bool) for _ in range(3))
     word_start = line_start = None  # inside the window, or None when the window starts mid-word / mid-line
@@ -96,19 +100,40 @@ def role_scores(params: dict, config: GPTConfig, vocab: corpus.Vocab, tokens: np
     """
     tokens = check_tokens("tokens", tokens, config)
     weights = attention_weights(params, config, tokens)  # (L, B, h, T, T)
-    T = tokens.shape[1]
+    return pooled_role_scores(weights, [vocab.decode(row) for row in tokens])
+
+
+def pooled_role_scores(weights: np.ndarray, texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """weights (L, B, h, T, T) on B texts of T characters -> role -> (L, h) mean share on the role's keys.
+
+    Pooled: the attention on the role's keys summed over every scored query of every text, divided by the number
+    of those queries (each row sums to 1), so a text with more scored queries counts for more.
+    """
+    T = weights.shape[-1]
     uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]  # (T, T) causal, rows sum to 1
-    on = {r: np.zeros((config.n_layer, config.n_head)) for r in ROLES}
-    rows = {r: 0 for r in ROLES}
-    base = {r: 0.0 for r in ROLES}
-    for b in range(tokens.shape[0]):
-        for role, p in role_patterns(vocab.decode(tokens[b])).items():
-            scored = p.any(axis=1)  # (T,): the queries this role says something about
-            on[role] += (weights[:, b] * p).sum(axis=(-2, -1))  # rows sum to 1, so dividing by rows gives the mean
-            rows[role] += int(scored.sum())
+    on = {r: np.zeros(weights.shape[0:1] + weights.shape[2:3]) for r in ROLES}
+    rows = dict.fromkeys(ROLES, 0)
+    base = dict.fromkeys(ROLES, 0.0)
+    for b, text in enumerate(texts):
+        for role, p in role_patterns(text).items():
+            on[role] += (weights[:, b] * p).sum(axis=(-2, -1))
+            rows[role] += int(p.any(axis=1).sum())
             base[role] += float((uniform * p).sum())
     out = {r: on[r] / max(rows[r], 1) for r in ROLES}
     return out | {f"uniform: {r}": np.array(base[r] / max(rows[r], 1)) for r in ROLES}
+
+
+def distance_profile(weights: np.ndarray, far: int = 8) -> np.ndarray:
+    """weights (L, B, h, T, T) causal -> (L, h, far + 1): mean weight at distance 0..far-1 back, then beyond.
+
+    Distance d is averaged over the queries that can reach it (t >= d); "beyond" is the weight at distance >= far,
+    averaged over the queries t >= far. Then the mean over the batch.
+    """
+    T = weights.shape[-1]
+    near = [weights[..., np.arange(d, T), np.arange(d, T) - d] for d in range(far)]  # each (L, B, h, T - d)
+    rest = 1.0 - sum(w[..., far - d :] for d, w in enumerate(near))  # (L, B, h, T - far): queries t >= far
+    cols = [w.mean(axis=-1) for w in near] + [rest.mean(axis=-1)]
+    return np.stack(cols, axis=-1).mean(axis=1)  # (L, h, far + 1)
 
 
 # --- ablation ----------------------------------------------------------------------------------------------
@@ -167,12 +192,16 @@ SWEEP_SEEDS = (0, 1)
 SWEEP_STEPS = 1000  # every run the same budget: the default model's first 1,000 steps, schedule compressed to them
 
 
-def sweep_run(h: int, seed: int, steps: int = SWEEP_STEPS) -> dict[str, np.ndarray]:
-    """Train the default model (4 layers, d_model 128) with h heads: its log and wall time."""
+def sweep_trainer(h: int, seed: int, steps: int = SWEEP_STEPS) -> Trainer:
+    """The sweep's model for h heads (4 layers, d_model 128, n_ctx 64) with its trainer, before its first step."""
     vocab, train_ids, val_ids = corpus.load()
     config = GPTConfig(len(vocab), 4, h, 128, 64)
-    tc = TrainConfig(steps=steps, seed=seed, eval_every=steps // 4)
-    trainer = Trainer(config, tc, train_ids, val_ids, vocab)
+    return Trainer(config, TrainConfig(steps=steps, seed=seed, eval_every=steps // 4), train_ids, val_ids, vocab)
+
+
+def sweep_run(h: int, seed: int, steps: int = SWEEP_STEPS) -> dict[str, np.ndarray]:
+    """Train the sweep's model with h heads for steps: its log and wall time."""
+    trainer = sweep_trainer(h, seed, steps)
     start = time.perf_counter()
     trainer.run()
     return {
@@ -191,6 +220,20 @@ def run_sweep(log=print) -> dict[str, np.ndarray]:
             run = sweep_run(h, seed)
             out |= {f"{h}/{seed}/{k}": v for k, v in run.items()}
             log(f"h={h:>2} seed={seed}: val {run['val_loss'][-1]:.4f} ({float(run['seconds']):.0f} s)")
+    return out
+
+
+LONG_PATH = DATA / "lm_head_long.npz"
+LONG_HS = (1, 16)  # the full budget (the default run's 3,500 steps); h = 4 at that budget is the shipped model
+
+
+def run_long(log=print) -> dict[str, np.ndarray]:
+    """The default run's recipe (3,500 steps, seed 0) with h = 1 and h = 16, keyed like run_sweep's output."""
+    out = {"numpy_version": np.array(np.__version__)}
+    for h in LONG_HS:
+        run = sweep_run(h, 0, steps=TrainConfig().steps)
+        out |= {f"{h}/0/{k}": v for k, v in run.items()}
+        log(f"h={h:>2}: val {run['val_loss'][-1]:.4f} ({float(run['seconds']):.0f} s)")
     return out
 
 
@@ -266,13 +309,19 @@ def induction_scores(params: dict, config: GPTConfig, probes: np.ndarray) -> np.
     return circuits.induction_score(weights, PROBE_K).mean(axis=1)  # (L, h)
 
 
-def induction_run(repeat_fraction: float = REPEAT_FRACTION, steps: int = INDUCTION_STEPS, seed: int = 0):
-    """Train the induction model, probing every PROBE_EVERY steps: (trainer, log of probes and val losses)."""
+def induction_trainer(repeat_fraction: float = REPEAT_FRACTION, steps: int = INDUCTION_STEPS, seed: int = 0):
+    """The induction run's model (2 layers, 4 heads, d_model 128, n_ctx 128, batch 16) and its MixedTrainer."""
     vocab, train_ids, val_ids = corpus.load()
     config = GPTConfig(len(vocab), **INDUCTION_CONFIG)
     tc = TrainConfig(steps=steps, batch=16, seed=seed, eval_every=250)
-    trainer = MixedTrainer(config, tc, train_ids, val_ids, vocab, repeat_fraction=repeat_fraction)
-    probes = probe_tokens(vocab, vocab.decode(val_ids), config.n_ctx)
+    return MixedTrainer(config, tc, train_ids, val_ids, vocab, repeat_fraction=repeat_fraction)
+
+
+def induction_run(repeat_fraction: float = REPEAT_FRACTION, steps: int = INDUCTION_STEPS, seed: int = 0):
+    """Train the induction model, probing every PROBE_EVERY steps: (trainer, log of probes and val losses)."""
+    trainer = induction_trainer(repeat_fraction, steps, seed)
+    config, vocab = trainer.config, trainer.vocab
+    probes = probe_tokens(vocab, vocab.decode(trainer.val_ids), config.n_ctx)
     probe_log: dict[str, list] = {"probe_step": [], "letters": [], "verse": []}
 
     def probe(step: int, _loss: float) -> None:
@@ -309,3 +358,55 @@ def time_decoding(params: dict, config: GPTConfig, prompt_ids: np.ndarray, n_new
         slow = greedy_by_recomputation(params, config, prompt_ids, n_new)
         recomputed.append(time.perf_counter() - start)
     return min(cached), min(recomputed), bool(np.array_equal(fast, slow))
+
+
+def parameter_table(params: dict, config: GPTConfig) -> str:
+    """A Markdown table of where the parameters are: embeddings, attention, MLP and LayerNorms, with shares."""
+    check_params(params, config)
+    parts = ("token embedding wte (also the read-out)", "position embedding wpe", "attention (W^Q, W^K, W^V, "
+             "W^O, biases)", "MLP (w1, w2, biases)", "LayerNorm gains and shifts")  # fmt: skip
+    groups = dict.fromkeys(parts, 0)
+    names = list(groups)
+    for name, a in params.items():
+        kind = 0 if name == "wte" else 1 if name == "wpe" else 2 if ".attn." in name else 3 if ".mlp." in name else 4
+        groups[names[kind]] += a.size
+    total = sum(groups.values())
+    rows = [f"| {g} | {n:,d} | {n / total:.0%} |" for g, n in groups.items()]
+    return "| part | parameters | share |\n|---|---:|---:|\n" + "\n".join(rows) + f"\n| **total** | **{total:,d}** | |"
+
+
+def next_char_table(
+    params: dict, config: GPTConfig, vocab: corpus.Vocab, context: str, temperatures: Sequence[float], k: int = 5
+) -> str:
+    """A Markdown table: the k likeliest next characters after context at each temperature, with probabilities."""
+    ids = vocab.encode(context, "text")[-config.n_ctx :]
+    z = _forward(params, config, ids[None])[0][0, -1].astype(np.float64)  # (V,) next-character logits
+    order = np.argsort(z)[::-1][:k]
+    header = "| next character | " + " | ".join(f"T = {t:g}" for t in temperatures) + " |"
+    lines = [header, "|---|" + "---:|" * len(temperatures)]
+    probs = []
+    for t in temperatures:
+        p = np.exp((z - z.max()) / t)
+        probs.append(p / p.sum())
+    for i in order:
+        label = repr(vocab.chars[i]).strip("'")
+        lines.append(f"| `{label}` | " + " | ".join(f"{p[i]:.3f}" for p in probs) + " |")
+    return "\n".join(lines)
+
+
+def role_summary(scores: dict[str, np.ndarray]) -> str:
+    """A Markdown table: for each role, the head with the largest share, its share, the uniform head's, the ratio."""
+    lines = ["| role | best head | its share | uniform head | ratio |", "|---|---|---:|---:|---:|"]
+    for role in ROLES:
+        layer, head = np.unravel_index(scores[role].argmax(), scores[role].shape)
+        share, base = scores[role][layer, head], float(scores[f"uniform: {role}"])
+        lines.append(f"| {role} | layer {layer}, head {head} | {share:.2f} | {base:.2f} | {share / base:.1f}x |")
+    return "\n".join(lines)
+
+
+def sweep_table(final: np.ndarray) -> str:
+    """A Markdown table of final_val's (h, seed) validation losses with each h's mean."""
+    lines = ["| h | d_k | validation loss (seeds 0, 1) | mean |", "|---:|---:|---|---:|"]
+    for h, row in zip(SWEEP_HS, final, strict=True):
+        lines.append(f"| {h} | {128 // h} | {', '.join(f'{v:.3f}' for v in row)} | {row.mean():.3f} |")
+    return "\n".join(lines)

@@ -17,17 +17,9 @@ import numpy as np
 from .._blas import blas_name
 from . import corpus
 from .model import GPTConfig, generate, n_params
-from .train import TrainConfig, Trainer, load_checkpoint, save_checkpoint
+from .train import TrainConfig, Trainer, load_checkpoint, progress_line, save_checkpoint
 
 DEFAULT_CHECKPOINT = "shakespeare_gpt.npz"
-BAR = 30  # characters in the progress bar
-
-
-def progress(step: int, total: int, loss: float, val: float | None, seconds: float) -> str:
-    """One progress-bar line: [#####.....] step/total, the loss, the latest validation loss, time and rate."""
-    done = int(BAR * step / total)
-    val_text = "" if val is None else f"  val {val:.3f}"
-    return f"[{'#' * done}{'.' * (BAR - done)}] {step}/{total}  loss {loss:.3f}{val_text}  {seconds:.0f} s"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -80,7 +72,7 @@ def train(args: argparse.Namespace) -> int:
         now = time.perf_counter()
         if now - last_draw > 0.1 or step == tc.steps:  # redrawing every step would cost more than it shows
             val = trainer.log["val_loss"][-1] if trainer.log["val_loss"] else None
-            print("\r" + progress(step, tc.steps, loss, val, now - start), end="", file=sys.stderr, flush=True)
+            print("\r" + progress_line(step, tc.steps, loss, val, now - start), end="", file=sys.stderr, flush=True)
             last_draw = now
         if trainer.log["val_step"] and trainer.log["val_step"][-1] == step:  # the log: one line per evaluation
             val, lr = trainer.log["val_loss"][-1], trainer.log["lr"][-1]

@@ -19,6 +19,7 @@ from .corpus import Vocab
 from .model import GPTConfig, _forward, check_params, cross_entropy, init_params, loss_and_grads, param_shapes
 
 FORMAT = "mha_lesson.lm checkpoint 1"
+BAR = 30  # characters in the progress bar
 
 
 @dataclasses.dataclass(frozen=True)
@@ -226,6 +227,13 @@ class Trainer:
             if callback is not None and callback(s, loss) is False:
                 return f"stopped by the callback at step {s}"
         return None
+
+
+def progress_line(step: int, total: int, loss: float, val: float | None, seconds: float) -> str:
+    """One progress-bar line: [#####.....] step/total, the loss, the latest validation loss and the time so far."""
+    done = int(BAR * step / total)
+    val_text = "" if val is None else f"  val {val:.3f}"
+    return f"[{'#' * done}{'.' * (BAR - done)}] {step}/{total}  loss {loss:.3f}{val_text}  {seconds:.0f} s"
 
 
 def save_checkpoint(path: str | Path, trainer: Trainer) -> None:

@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/reference/make_lm_runs.py default    # ~6 min: mha_lesson/data/shakespeare_gpt.{npz,log}
     .venv/bin/python tests/reference/make_lm_runs.py sweep      # ~20 min: mha_lesson/data/lm_head_sweep.npz
+    .venv/bin/python tests/reference/make_lm_runs.py long       # ~12 min: mha_lesson/data/lm_head_long.npz
     .venv/bin/python tests/reference/make_lm_runs.py induction  # ~15 min: mha_lesson/data/lm_induction.npz
 
 Each is deterministic: the same seed gives the same losses on the same numpy and BLAS kernel (the default run's
@@ -39,6 +40,11 @@ def sweep() -> None:
     np.savez_compressed(lesson.SWEEP_PATH, **lesson.run_sweep())
 
 
+def long() -> None:
+    """h = 1 and 16 at the default run's full budget (3,500 steps), beside the shipped h = 4."""
+    np.savez_compressed(lesson.LONG_PATH, **lesson.run_long())
+
+
 def induction() -> None:
     """The run with repeated letters mixed in, and the same run without them (the control)."""
     start = time.perf_counter()
@@ -55,4 +61,4 @@ def induction() -> None:
 
 
 if __name__ == "__main__":
-    {"default": default, "sweep": sweep, "induction": induction}[sys.argv[1]]()
+    {"default": default, "sweep": sweep, "long": long, "induction": induction}[sys.argv[1]]()

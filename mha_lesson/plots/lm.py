@@ -1,0 +1,122 @@
+"""Lesson 20's figures: training curves, every head's map, distance profiles, ablations, the h sweep, induction."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+
+def char_label(c: str) -> str:
+    """A tick label for one character: a space as ␣ and a line break as ↵, so neither is invisible."""
+    return {" ": "␣", "\n": "↵"}.get(c, c)
+
+
+def running_mean(x: np.ndarray, window: int) -> np.ndarray:
+    """(n,) -> (n - window + 1,) mean of every window of consecutive values."""
+    return np.convolve(x, np.ones(window) / window, mode="valid")
+
+
+def training_curves(ax: Axes, log: Mapping[str, np.ndarray], *, smooth: int = 50, title: str) -> None:
+    """The training loss (running mean of smooth steps) and the validation loss of a run's log, in nats."""
+    loss = np.asarray(log["loss"])
+    steps = np.arange(1, len(loss) + 1)
+    ax.plot(steps, loss, color="tab:blue", alpha=0.2, lw=0.6)
+    ax.plot(steps[smooth - 1 :], running_mean(loss, smooth), color="tab:blue", label=f"training (mean of {smooth})")
+    ax.plot(log["val_step"], log["val_loss"], "o-", color="tab:orange", ms=3, label="validation")
+    ax.set(xlabel="training step", ylabel="loss (nats per character)", title=title)
+    ax.legend()
+
+
+def head_maps(fig: Figure, weights: np.ndarray, text: str) -> None:
+    """Every head's attention on text: weights (n_layer, n_head, T, T), one row of panels per layer.
+
+    Queries on rows, keys on columns; characters label the left column's rows and the bottom row's columns.
+    """
+    n_layer, n_head, T, _ = weights.shape
+    labels = [char_label(c) for c in text]
+    axes = fig.subplots(n_layer, n_head, squeeze=False)
+    for (i, j), ax in np.ndenumerate(axes):
+        im = ax.imshow(weights[i, j], vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
+        ax.set_title(f"layer {i}, head {j}", fontsize=9)
+        ax.set_xticks(range(T), labels if i == n_layer - 1 else [], fontsize=8)
+        ax.set_yticks(range(T), labels if j == 0 else [], fontsize=8)
+        ax.tick_params(length=0)
+        if i == n_layer - 1:
+            ax.set_xlabel("key")
+        if j == 0:
+            ax.set_ylabel("query")
+    fig.colorbar(im, ax=axes, label="attention weight (row sums to 1)", shrink=0.6)
+
+
+def distance_profile(ax: Axes, profile: np.ndarray, *, title: str) -> None:
+    """profile (n_layer, n_head, D + 1): the mean weight at distance 0..D-1 back and beyond, one row per head."""
+    n_layer, n_head, width = profile.shape
+    im = ax.imshow(profile.reshape(-1, width), cmap="viridis", vmin=0, aspect="auto", interpolation="nearest")
+    ax.set_yticks(range(n_layer * n_head), [f"L{i} H{j}" for i in range(n_layer) for j in range(n_head)])
+    ax.set_xticks(range(width), [str(d) for d in range(width - 1)] + [f"{width - 1}+"])
+    ax.set(xlabel="distance back from the query (characters)", ylabel="layer, head", title=title)
+    for i in range(1, n_layer):
+        ax.axhline(i * n_head - 0.5, color="w", lw=1)
+    ax.figure.colorbar(im, ax=ax, label="mean attention weight", shrink=0.8)
+
+
+def role_table(ax: Axes, scores: np.ndarray, baseline: np.ndarray, roles: Sequence[str], *, title: str) -> None:
+    """scores (n_layer * n_head, roles) as a heat map of the ratio to the uniform baseline, the score printed."""
+    ratio = scores / baseline
+    im = ax.imshow(ratio, cmap="magma", vmin=0, vmax=max(4.0, float(ratio.max())), aspect="auto")
+    n_heads, n_roles = scores.shape
+    n_head = 4 if n_heads % 4 == 0 else n_heads
+    ax.set_yticks(range(n_heads), [f"L{i // n_head} H{i % n_head}" for i in range(n_heads)])
+    names = [textwrap.fill(r, 12) + f"\n(uniform {b:.2f})" for r, b in zip(roles, baseline, strict=True)]
+    ax.set_xticks(range(n_roles), names)
+    ax.tick_params(axis="x", labelsize=8)
+    for i in range(n_heads):
+        for j in range(n_roles):
+            ax.text(j, i, f"{scores[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                    color="k" if ratio[i, j] > 0.6 * im.norm.vmax else "w")  # fmt: skip
+    ax.set(ylabel="layer, head", title=title)
+    ax.figure.colorbar(im, ax=ax, label="score / uniform head's score", shrink=0.8)
+
+
+def ablation_bars(ax: Axes, rise: np.ndarray, *, title: str) -> None:
+    """rise (n_layer, n_head): the validation loss increase when each head alone is zeroed, sorted."""
+    n_layer, n_head = rise.shape
+    names = np.array([f"L{i} H{j}" for i in range(n_layer) for j in range(n_head)])
+    order = np.argsort(rise.ravel())[::-1]
+    ax.bar(range(rise.size), rise.ravel()[order], color=[f"C{int(n[1])}" for n in names[order]])
+    ax.legend(handles=[Patch(color=f"C{i}", label=f"layer {i}") for i in range(n_layer)])
+    ax.set_xticks(range(rise.size), names[order], rotation=90)
+    ax.set(xlabel="head zeroed (colour: its layer)", ylabel="validation loss rise (nats)", title=title)
+
+
+def sweep_panel(ax: Axes, hs: Sequence[int], final: np.ndarray, *, title: str) -> None:
+    """final (len(hs), seeds): validation loss after the budget, every seed a dot, the mean a line."""
+    for s in range(final.shape[1]):
+        ax.plot(hs, final[:, s], "o", color="tab:blue", alpha=0.6, label="one seed" if s == 0 else None)
+    ax.plot(hs, final.mean(axis=1), "-", color="tab:blue", label="mean of seeds")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(hs, [str(h) for h in hs])
+    ax.set(xlabel="heads h (d_model = 128, d_k = 128 / h)", ylabel="validation loss (nats)", title=title)
+    ax.legend()
+
+
+def table3_panel(ax: Axes, rows: Sequence, *, title: str) -> None:
+    """Vaswani et al.'s Table 3 (A): dev perplexity against h at d_model = 512."""
+    hs = [r.h for r in rows]
+    ax.plot(hs, [r.ppl for r in rows], "s-", color="tab:green")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(hs, [str(h) for h in hs])
+    ax.set(xlabel="heads h (d_model = 512, d_k = 512 / h)", ylabel="dev perplexity (per word piece)", title=title)
+
+
+def induction_panel(ax: Axes, steps: np.ndarray, curves: Mapping[str, np.ndarray], *, title: str) -> None:
+    """Induction score of the best head over training, one line per probe kind."""
+    for (label, scores), style in zip(curves.items(), ("-", "--", ":", "-."), strict=False):
+        ax.plot(steps, scores, style, label=label)
+    ax.set(xlabel="training step", ylabel="best head's induction score", ylim=(0, 1), title=title)
+    ax.legend()

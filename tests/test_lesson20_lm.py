@@ -1,0 +1,184 @@
+"""Lesson 20 (your own language model): the head-role patterns, distance profiles, ablations and the mixed data,
+each against a hand computation or a loop; the shipped runs against their regenerating code and the lesson's claims."""
+
+import numpy as np
+import pytest
+
+from mha_lesson import circuits, lm
+from mha_lesson.demos import lm as lesson
+from mha_lesson.lm import corpus
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return lesson.load_model()
+
+
+@pytest.fixture(scope="module")
+def data():
+    return corpus.load()
+
+
+def cells(pattern: np.ndarray, text: str) -> list[tuple[str, str]]:
+    return [(text[i], text[j]) for i, j in zip(*np.nonzero(pattern), strict=True)]
+
+
+# --- head roles -------------------------------------------------------------------------------------------------
+
+
+def test_role_patterns_mark_the_keys_each_role_names():
+    text = "King.\nSo be it\n\nQueen.\nAy"
+    p = lesson.role_patterns(text)
+    assert list(p) == list(lesson.ROLES) and all(m.shape == (len(text), len(text)) for m in p.values())
+    assert np.array_equal(p["previous character"], np.eye(len(text), k=-1, dtype=bool))
+    assert np.array_equal(p["itself"], np.eye(len(text), dtype=bool))
+    # "be": too short for a word start two letters back; "King." from its third character on
+    assert cells(p["start of the word"], text)[:3] == [("n", "K"), ("g", "K"), (".", "K")]
+    assert ("e", "b") not in cells(p["start of the word"], text)
+    i = text.index("it") + 1  # the "t" of "it": line "So be it" started 7 characters earlier
+    assert [text[j] for j in np.nonzero(p["start of the line"][i])[0]] == ["S"]
+    assert [text[j] for j in np.nonzero(p["speaker's name"][i])[0]] == list("King")
+    j = text.index("Ay") + 1  # after the blank line a new speech: Queen's
+    assert [text[k] for k in np.nonzero(p["speaker's name"][j])[0]] == list("Queen")
+    # spaces and line breaks up to the query; an earlier copy of the character, not the previous one
+    assert set(np.nonzero(p["a space or line break"][text.index("it")])[0]) == {5, 8, 11}
+    assert ("e", "e") in cells(p["same character earlier"], text)
+    for i in range(1, len(text)):
+        assert not p["same character earlier"][i, i - 1]
+    with pytest.raises(ValueError, match="text: expected a non-empty string"):
+        lesson.role_patterns("")
+
+
+def test_pooled_role_scores_give_one_for_a_perfect_head_and_the_baseline_for_a_uniform_one():
+    texts = ["To be, or not to be: that", "is the question: whether t"]
+    T = len(texts[0])
+    texts = [t[:T] for t in texts]
+    previous = np.eye(T, k=-1)
+    previous[0, 0] = 1.0  # row 0 has no previous character: any valid row
+    uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]
+    weights = np.stack([previous, uniform])[None, None].repeat(2, axis=1)  # (1 layer, 2 texts, 2 heads, T, T)
+    scores = lesson.pooled_role_scores(weights, texts)
+    assert scores["previous character"][0, 0] == pytest.approx(1.0)
+    for role in lesson.ROLES:
+        assert scores[role][0, 1] == pytest.approx(float(scores[f"uniform: {role}"]))
+    # against circuits.detection_score, which averages per map: equal here, both texts score the same rows
+    per_text = [circuits.detection_score(uniform, lesson.role_patterns(t)["start of the word"]) for t in texts]
+    rows = [lesson.role_patterns(t)["start of the word"].any(axis=1).sum() for t in texts]
+    assert scores["start of the word"][0, 1] == pytest.approx(np.average(per_text, weights=rows))
+
+
+def test_distance_profile_matches_a_loop():
+    rng = np.random.default_rng(0)
+    raw = np.tril(rng.random((2, 3, 2, 12, 12)))
+    w = raw / raw.sum(-1, keepdims=True)
+    profile = lesson.distance_profile(w, far=4)
+    assert profile.shape == (2, 2, 5)
+    for layer in range(2):
+        for head in range(2):
+            for d in range(4):
+                loop = np.mean([w[layer, b, head, t, t - d] for b in range(3) for t in range(d, 12)])
+                assert profile[layer, head, d] == pytest.approx(loop)
+            beyond = np.mean([w[layer, b, head, t, : t - 3].sum() for b in range(3) for t in range(4, 12)])
+            assert profile[layer, head, 4] == pytest.approx(beyond)
+
+
+# --- ablation and kinds -----------------------------------------------------------------------------------------
+
+
+def test_kinds_split_targets_into_first_letters_other_letters_and_the_rest():
+    vocab = corpus.Vocab(" ,abc")
+    tokens, targets = vocab.encode(" ab,c"), vocab.encode("ab,c ")
+    assert lesson.kinds(vocab, tokens, targets).tolist() == [0, 1, 2, 0, 2]
+
+
+def test_ablation_table_agrees_with_the_models_own_loss(shipped, data):
+    params, config, vocab, _ = shipped
+    batch = lesson.windows(data[2], 6, config.n_ctx + 1)
+    tokens, targets = batch[:, :-1], batch[:, 1:]
+    table = lesson.ablation_table(params, config, vocab, tokens, targets)
+    intact, _ = lm.loss_and_grads(params, config, tokens, targets)
+    assert table["base"][0] == pytest.approx(intact, rel=1e-5)
+    ablated, _ = lm.loss_and_grads(lm.ablate_heads(params, config, [(2, 1)]), config, tokens, targets)
+    assert table["all"][2, 1] == pytest.approx(ablated, rel=1e-5)
+    share = table["share"]
+    assert share.sum() == pytest.approx(1.0)
+    mean_of_kinds = (table["base"][1:] * share).sum()
+    assert mean_of_kinds == pytest.approx(table["base"][0], rel=1e-6)
+
+
+# --- the mixed data for induction heads -------------------------------------------------------------------------
+
+
+def test_mixed_batches_replace_a_quarter_of_the_rows_with_repeated_letters():
+    trainer = lesson.induction_trainer(steps=10)
+    tokens, targets = trainer.make_batch()
+    assert tokens.shape == (16, 128) and np.array_equal(tokens[:, 1:], targets[:, :-1])
+    letters = set(lesson.letter_ids(trainer.vocab).tolist())
+    for row in range(4):  # round(0.25 * 16) rows
+        seq = np.concatenate([tokens[row], targets[row, -1:]])
+        assert set(seq.tolist()) <= letters
+        k = next(k for k in range(8, 65) if np.array_equal(seq[k:], seq[:-k]))  # the block length
+        assert 8 <= k <= 64
+    text = trainer.vocab.decode(np.concatenate([tokens[4], targets[4, -1:]]))
+    assert text in trainer.vocab.decode(trainer.train_ids)  # the other rows are Shakespeare windows
+    again = lesson.induction_trainer(steps=10).make_batch()
+    assert np.array_equal(again[0], tokens)
+
+
+def test_probes_repeat_their_first_forty_characters(data):
+    vocab, _, val_ids = data
+    probes = lesson.probe_tokens(vocab, vocab.decode(val_ids), 128)
+    for rows in probes.values():
+        assert rows.shape == (8, 128)
+        assert np.array_equal(rows[:, : lesson.PROBE_K], rows[:, lesson.PROBE_K : 2 * lesson.PROBE_K])
+
+
+# --- the shipped runs -------------------------------------------------------------------------------------------
+
+
+def test_shipped_model_meets_the_target_and_its_first_steps_regenerate(shipped, data):
+    params, config, vocab, info = shipped
+    assert (config.n_layer, config.n_head, config.d_model, config.n_ctx) == (4, 4, 128, 64)
+    log = info["log"]
+    assert len(log["loss"]) == 3500 and log["val_loss"][-1] <= 1.90
+    assert "after" in lesson.TRAIN_LOG.read_text() and f"{log['val_loss'][-1]:.4f}" in lesson.TRAIN_LOG.read_text()
+    trainer = lm.Trainer(config, info["train_config"], data[1], data[2], vocab)
+    trainer.run(steps=20)
+    np.testing.assert_allclose(trainer.log["loss"], log["loss"][:20], rtol=1e-5)
+
+
+def test_sweep_file_has_every_run_and_its_first_steps_regenerate():
+    sweep = lesson.load_sweep()
+    final = lesson.final_val(sweep)
+    assert final.shape == (len(lesson.SWEEP_HS), len(lesson.SWEEP_SEEDS)) and np.all(final < np.log(76))
+    for h, seed in ((1, 0), (16, 1)):
+        trainer = lesson.sweep_trainer(h, seed)
+        trainer.run(steps=10)
+        np.testing.assert_allclose(trainer.log["loss"], sweep[f"{h}/{seed}/loss"][:10], rtol=1e-5)
+
+
+def test_induction_run_grows_an_induction_head_only_with_repeats_in_the_data():
+    params, config, _, info = lm.load_checkpoint(lesson.INDUCTION_PATH)
+    log = info["log"]
+    assert log["letters"].shape == (len(log["probe_step"]), 2, 4)
+    assert log["letters"][-1].max() > 0.5  # the mixed run: a clear induction head on repeated letters
+    assert log["control_letters"].max() < 0.2  # plain text: none at any probe
+    trainer = lesson.induction_trainer()
+    trainer.run(steps=10)
+    np.testing.assert_allclose(trainer.log["loss"], log["loss"][:10], rtol=1e-5)
+    probes = lesson.probe_tokens(trainer.vocab, trainer.vocab.decode(trainer.val_ids), config.n_ctx)
+    np.testing.assert_allclose(
+        lesson.induction_scores(params, config, probes["letters"]), log["letters"][-1], atol=1e-5
+    )
+
+
+def test_full_budget_runs_have_one_and_sixteen_heads_and_regenerate():
+    long = lesson.load_sweep(lesson.LONG_PATH)
+    for h in lesson.LONG_HS:
+        assert len(long[f"{h}/0/loss"]) == 3500 and long[f"{h}/0/val_loss"][-1] < 1.95
+    trainer = lesson.sweep_trainer(1, 0, steps=3500)
+    trainer.run(steps=10)
+    np.testing.assert_allclose(trainer.log["loss"], long["1/0/loss"][:10], rtol=1e-5)
+    # h = 4 with the same recipe is the shipped default run: the two code paths build the same trainer.
+    shipped = lesson.sweep_trainer(4, 0, steps=3500)
+    assert shipped.config == lesson.load_model()[1] and shipped.tc.steps == 3500 and shipped.tc.batch == 12
