@@ -107,8 +107,8 @@ def test_figures_lists_every_png_output_without_line_breaks():
 
 
 def test_index_links_every_page_in_order():
-    page = ex.index_page([("00_start_here.html", "00 · Start here"), ("20_review.html", "15 · Review & quiz")])
-    assert re.findall(r'href="([^"]+)"', page) == ["00_start_here.html", "20_review.html"]
+    page = ex.index_page([("00_start_here.html", "00 · Start here"), ("21_review.html", "15 · Review & quiz")])
+    assert re.findall(r'href="([^"]+)"', page) == ["00_start_here.html", "21_review.html"]
     assert "Review &amp; quiz" in page and ex.offline_problems(page) == []
 
 
@@ -188,5 +188,5 @@ def test_start_page_shows_the_concept_map_and_the_review_page_the_quiz(built):
     start = (out / "00_start_here.html").read_text(encoding="utf-8")
     assert len(ex.figures(by_name["00_start_here"].notebook)) >= 1
     assert 'href="02_why_split_heads.html"' in start and "jupyterlab_widgets" in start
-    review = (out / "20_review.html").read_text(encoding="utf-8")
+    review = (out / "21_review.html").read_text(encoding="utf-8")
     assert "mha-quiz-static" in review and "What is the primary advantage of multi-head attention" in review

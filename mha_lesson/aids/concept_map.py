@@ -36,7 +36,8 @@ LESSONS: dict[str, str] = {
     "17_attention_at_scale": "Attention at scale: long sequences, the KV cache and grouped queries",
     "18_positions_and_windows": "Positions, windows and layer order",
     "19_attention_today": "Attention in today's models",
-    "20_review": "Review: flashcards and a quiz",
+    "20_your_own_language_model": "Your own language model",
+    "21_review": "Review: flashcards and a quiz",
 }
 
 # Node groups, one per row of the layout: (legend text, face colour).
@@ -144,6 +145,9 @@ NODES: tuple[Node, ...] = (
     Node("today", "Today's\nvariants", "19_attention_today",
          "Sink logits, output gates, QK-norm, latent attention (MLA), local/global layers, linear heads.", (13.0, 7.6),
          "scale"),
+    Node("gpt", "Your own\nlanguage model", "20_your_own_language_model",
+         "A 4-layer GPT on Shakespeare in numpy: heads that read recent characters, spaces and word starts.",
+         (7.75, 1.0), "use"),
     Node("rope", "RoPE", "18_positions_and_windows",
          "Positions as rotations of q and k: a score sees only the offset j − m.", (14.4, 8.6), "scale"),
 )  # fmt: skip
@@ -176,6 +180,7 @@ EDGES: tuple[Edge, ...] = (
     Edge("gqa", "kvcache", "shrinks"),
     Edge("rope", "sdpa", "turns q, k for"),
     Edge("today", "sdpa", "change", at=0.55),
+    Edge("mha", "gpt", "stacked into", at=0.3),
 )
 
 

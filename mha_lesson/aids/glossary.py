@@ -2,7 +2,7 @@
 
 It is the last section of the review lesson (the last notebook), generated from TERMS between two marker lines
 (`python -m mha_lesson.aids.glossary --write`; a test checks the committed page equals what this module generates).
-A lesson links a term as `[residual stream](20_review.ipynb#residual-stream)`: the anchor is the term's heading,
+A lesson links a term as `[residual stream](21_review.ipynb#residual-stream)`: the anchor is the term's heading,
 the term itself in lower case with spaces as hyphens (how JupyterLab and nbconvert name a heading's anchor).
 """
 
@@ -128,6 +128,18 @@ TERMS: tuple[Term, ...] = (
       "early, noisy gradients do not throw the weights far.", "18_positions_and_windows"),
     T("word piece", "A piece of a word in a subword vocabulary: 'playing' may become 'play' + '##ing', so rare "
       "words need no vocabulary entry of their own.", "15_real_heads"),
+    T("language model", "A model that reads text and, at every position, gives a probability to each possible next "
+      "token; trained by minimising the cross-entropy of the token that really comes next.",
+      "20_your_own_language_model"),
+    T("gelu", "Gaussian error linear unit, the smooth non-linearity inside GPT's MLPs: about x for large x, about 0 "
+      "for very negative x, curved in between (GPT-2 uses a tanh approximation).", "20_your_own_language_model"),
+    T("weight decay", "Shrinking every weight matrix a little toward zero at each step (AdamW: by lr times a rate, "
+      "outside Adam's scaling), so weights the loss does not need fade away.", "20_your_own_language_model"),
+    T("temperature", "The number T that divides the logits before the softmax when sampling: below 1 it sharpens the "
+      "distribution toward the likeliest token, above 1 it flattens it; T = 0 means always taking the likeliest.",
+      "20_your_own_language_model"),
+    T("top-k sampling", "Sampling the next token only among the k likeliest, after renormalising their "
+      "probabilities: it removes the long tail of unlikely tokens.", "20_your_own_language_model"),
 )  # fmt: skip
 
 
