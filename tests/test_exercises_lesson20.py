@@ -28,10 +28,12 @@ def test_ablation_prediction_is_measured_on_the_model():
 
 
 def test_cache_size():
-    assert ex.check_cache_size(65536) and ex.check_cache_size(np.int64(65536))
-    assert "key and its value" in ex.check_cache_size(32768).message
-    assert "own cache" in ex.check_cache_size(16384).message
-    assert "already counts every head" in ex.check_cache_size(262144).message
+    assert ex.check_cache_size(196608) and ex.check_cache_size(np.int64(196608))
+    assert "key and its value" in ex.check_cache_size(98304).message
+    assert "own cache" in ex.check_cache_size(32768).message
+    assert "h x d_k = d_model" in ex.check_cache_size(24576).message
+    assert "h x d_k = d_model" in ex.check_cache_size(12288).message
+    assert "already counts every head" in ex.check_cache_size(1572864).message
     assert "Count per token" in ex.check_cache_size(1000).message
     assert "None" in ex.check_cache_size(None).message
 
@@ -40,4 +42,4 @@ def test_diagnosis():
     assert ex.check_diagnosis("b")
     assert "two layers" in ex.check_diagnosis("a").message
     assert "same four heads" in ex.check_diagnosis("c").message
-    assert "repeated exactly" in ex.check_diagnosis("d").message
+    assert "finds copying" in ex.check_diagnosis("d").message

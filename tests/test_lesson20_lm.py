@@ -41,7 +41,7 @@ def test_role_patterns_mark_the_keys_each_role_names():
     j = text.index("Ay") + 1  # after the blank line a new speech: Queen's
     assert [text[k] for k in np.nonzero(p["speaker's name"][j])[0]] == list("Queen")
     # spaces and line breaks up to the query; an earlier copy of the character, not the previous one
-    assert set(np.nonzero(p["a space or line break"][text.index("it")])[0]) == {5, 8, 11}
+    assert set(np.nonzero(p["a space or line break"][text.index("it")])[0]) == {5, 8}  # 11 is 1 back: left out
     assert ("e", "e") in cells(p["same character earlier"], text)
     for i in range(1, len(text)):
         assert not p["same character earlier"][i, i - 1]
@@ -61,6 +61,12 @@ def test_pooled_role_scores_give_one_for_a_perfect_head_and_the_baseline_for_a_u
     assert scores["previous character"][0, 0] == pytest.approx(1.0)
     for role in lesson.ROLES:
         assert scores[role][0, 1] == pytest.approx(float(scores[f"uniform: {role}"]))
+        # The same maps on both texts: each head's position habit is its map, so it explains every share exactly.
+        np.testing.assert_allclose(scores[f"position: {role}"], scores[role])
+    ratios = lesson.role_ratios(scores)
+    assert ratios.shape == (2, len(lesson.ROLES)) and ratios[0, 0] == pytest.approx(
+        1 / scores["uniform: previous character"]
+    )
     # against circuits.detection_score, which averages per map: equal here, both texts score the same rows
     per_text = [circuits.detection_score(uniform, lesson.role_patterns(t)["start of the word"]) for t in texts]
     rows = [lesson.role_patterns(t)["start of the word"].any(axis=1).sum() for t in texts]
@@ -125,12 +131,39 @@ def test_mixed_batches_replace_a_quarter_of_the_rows_with_repeated_letters():
     assert np.array_equal(again[0], tokens)
 
 
+def test_evaluation_file_recomputes_and_splits_the_validation_text(shipped, data):
+    params, config, vocab, _ = shipped
+    saved = {k: float(v) for k, v in np.load(lesson.EVALUATION_PATH).items()}
+    assert lesson.full_validation_loss(params, config, data[2]) == pytest.approx(saved["validation"], abs=1e-6)
+    share = saved["tempest_share"]
+    mixed = (1 - share) * saved["romeo_and_juliet_end"] + share * saved["tempest"]
+    assert mixed == pytest.approx(saved["validation"], abs=0.01)  # the two parts average to the whole
+    # by hand on a short stretch: consecutive windows of n_ctx + 1 characters, each position's loss
+    ids = data[2][: 3 * config.n_ctx + 1]
+    win = np.stack([ids[i * config.n_ctx : (i + 1) * config.n_ctx + 1] for i in range(3)])
+    loss, _ = lm.loss_and_grads(params, config, win[:, :-1], win[:, 1:])
+    assert lesson.full_validation_loss(params, config, ids) == pytest.approx(loss, rel=1e-5)
+
+
+def test_copy_losses_and_word_share():
+    vocab = corpus.Vocab("abc ")
+    assert lesson.word_share(["ab abc zz"], lesson.corpus_words("AB c")) == pytest.approx(1 / 3)
+    params = lm.init_params(lm.GPTConfig(len(vocab), 1, 2, 8, 16), seed=0)
+    config = lm.GPTConfig(len(vocab), 1, 2, 8, 16)
+    probes = np.array([[0, 1, 2, 3, 0, 1, 2, 3, 0, 0, 1, 1, 2, 2, 3, 3]])
+    first, second = lesson.copy_losses(params, config, probes, k=4)
+    losses = lesson.position_losses(params, config, probes[:, :-1], probes[:, 1:])[0]
+    assert first == pytest.approx(losses[:3].mean()) and second == pytest.approx(losses[3:7].mean())
+
+
 def test_probes_repeat_their_first_forty_characters(data):
     vocab, _, val_ids = data
     probes = lesson.probe_tokens(vocab, vocab.decode(val_ids), 128)
     for rows in probes.values():
         assert rows.shape == (8, 128)
         assert np.array_equal(rows[:, : lesson.PROBE_K], rows[:, lesson.PROBE_K : 2 * lesson.PROBE_K])
+    for rows in lesson.probe_tokens(vocab, vocab.decode(val_ids), 64, k=30).values():
+        assert rows.shape == (8, 64) and np.array_equal(rows[:, :30], rows[:, 30:60])
 
 
 # --- the shipped runs -------------------------------------------------------------------------------------------

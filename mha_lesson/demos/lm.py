@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import circuits
+from .._blas import one_blas_thread
 from .._checks import check_positive_int
 from ..lm import corpus
 from ..lm.model import GPTConfig, _forward, ablate_heads, attention_weights, check_params, check_tokens, generate
@@ -38,7 +39,9 @@ ROLES = (
     "same character earlier",
     "speaker's name",
 )
-SPEAKER = re.compile(r"^[A-Z][A-Za-z' ]{1,30}\.$")  # a speech's heading line in the corpus: "King." or "First Witch."
+# A speech's heading line in the corpus: "King." or "First Witch." (a one-word answer such as "No." on a line of
+# its own also matches: rare); act and scene headings do not.
+SPEAKER = re.compile(r"^(?!ACT |Act |SCENE |Scene )[A-Z][A-Za-z' ]{1,30}\.$")
 
 
 def role_patterns(text: str) -> dict[str, np.ndarray]:
@@ -47,7 +50,7 @@ def role_patterns(text: str) -> dict[str, np.ndarray]:
     Rows are left empty where a role would coincide with another: "start of the word" and "start of the line"
     only score queries at least two characters after that start (else it is the previous character or itself),
     and both need the start inside the window. "same character earlier" leaves out the previous character;
-    "a space or line break" is every whitespace key up to the query.
+    "a space or line break" is every whitespace key two or more characters back.
     """
     if not isinstance(text, str) or not text:
         raise ValueError(f"text: expected a non-empty string, got {text!r:.40}")
@@ -57,7 +60,7 @@ def role_patterns(text: str) -> dict[str, np.ndarray]:
         "previous character": np.eye(T, k=-1, dtype=bool),
         "itself": np.eye(T, dtype=bool),
         "same character earlier": circuits.duplicate_token_pattern(tokens) & ~np.eye(T, k=-1, dtype=bool),
-        "a space or line break": np.tril(np.broadcast_to(np.char.isspace(tokens), (T, T))),
+        "a space or line break": np.tril(np.broadcast_to(np.char.isspace(tokens), (T, T)), k=-2),
     }
     word, line, speaker = (np.zeros((T, T), bool) for _ in range(3))
     word_start = line_start = None  # inside the window, or None when the window starts mid-word / mid-line
@@ -107,19 +110,26 @@ def pooled_role_scores(weights: np.ndarray, texts: Sequence[str]) -> dict[str, n
     """weights (L, B, h, T, T) on B texts of T characters -> role -> (L, h) mean share on the role's keys.
 
     Pooled: the attention on the role's keys summed over every scored query of every text, divided by the number
-    of those queries (each row sums to 1), so a text with more scored queries counts for more.
+    of those queries (each row sums to 1), so a text with more scored queries counts for more. Two baselines:
+    "uniform: <role>" (a number), a head spreading its attention evenly over the allowed keys; and
+    "position: <role>" (L, h), the same head's own attention averaged over the texts, which keeps where it looks
+    (how far back) but forgets which characters are there. A head tracks a role only if it beats both.
     """
     T = weights.shape[-1]
     uniform = np.tril(np.ones((T, T))) / np.arange(1, T + 1)[:, None]  # (T, T) causal, rows sum to 1
+    habit = weights.mean(axis=1)  # (L, h, T, T): each head's average map over the texts
     on = {r: np.zeros(weights.shape[0:1] + weights.shape[2:3]) for r in ROLES}
+    by_position = {r: np.zeros_like(on[r]) for r in ROLES}
     rows = dict.fromkeys(ROLES, 0)
     base = dict.fromkeys(ROLES, 0.0)
     for b, text in enumerate(texts):
         for role, p in role_patterns(text).items():
             on[role] += (weights[:, b] * p).sum(axis=(-2, -1))
+            by_position[role] += (habit * p).sum(axis=(-2, -1))
             rows[role] += int(p.any(axis=1).sum())
             base[role] += float((uniform * p).sum())
     out = {r: on[r] / max(rows[r], 1) for r in ROLES}
+    out |= {f"position: {r}": by_position[r] / max(rows[r], 1) for r in ROLES}
     return out | {f"uniform: {r}": np.array(base[r] / max(rows[r], 1)) for r in ROLES}
 
 
@@ -180,6 +190,28 @@ def ablation_table(
     }
 
 
+def full_validation_loss(params: dict, config: GPTConfig, val_ids: np.ndarray, batch: int = 256) -> float:
+    """Mean loss over the whole validation text, cut into non-overlapping windows of n_ctx + 1 characters."""
+    n = (len(val_ids) - 1) // config.n_ctx
+    starts = np.arange(n) * config.n_ctx
+    total = 0.0
+    for i in range(0, n, batch):
+        win = val_ids[starts[i : i + batch, None] + np.arange(config.n_ctx + 1)]  # (<= batch, n_ctx + 1)
+        total += position_losses(params, config, win[:, :-1], win[:, 1:]).sum()
+    return total / (n * config.n_ctx)
+
+
+def word_share(texts: Sequence[str], known: set[str]) -> float:
+    """The share of the words in texts (runs of letters and apostrophes) that are in known (the corpus's words)."""
+    words = [w for t in texts for w in re.findall(r"[A-Za-z']+", t)]
+    return sum(w.lower() in known for w in words) / max(len(words), 1)
+
+
+def corpus_words(text: str) -> set[str]:
+    """Every word of text, lower-cased."""
+    return {w.lower() for w in re.findall(r"[A-Za-z']+", text)}
+
+
 def load_model(path: Path = CHECKPOINT) -> tuple[dict, GPTConfig, corpus.Vocab, dict]:
     """The shipped checkpoint: (params, config, vocab, info with train_config and log)."""
     return load_checkpoint(path)
@@ -221,6 +253,24 @@ def run_sweep(log=print) -> dict[str, np.ndarray]:
             out |= {f"{h}/{seed}/{k}": v for k, v in run.items()}
             log(f"h={h:>2} seed={seed}: val {run['val_loss'][-1]:.4f} ({float(run['seconds']):.0f} s)")
     return out
+
+
+EVALUATION_PATH = DATA / "lm_evaluation.npz"  # the shipped model on the whole validation text (seconds to recompute)
+
+
+def evaluation(params: dict, config: GPTConfig) -> dict[str, np.ndarray]:
+    """The shipped model's loss on all of the validation text, on its two plays separately, and on as much training
+    text (its first characters), each in non-overlapping windows: where the last 10% comes from matters."""
+    vocab, train_ids, val_ids = corpus.load()
+    text = vocab.decode(val_ids)
+    tempest = text.index("\nTHE TEMPEST\n") + 1  # the last work's title: the validation text's second play
+    return {
+        "validation": np.array(full_validation_loss(params, config, val_ids)),
+        "romeo_and_juliet_end": np.array(full_validation_loss(params, config, val_ids[:tempest])),
+        "tempest": np.array(full_validation_loss(params, config, val_ids[tempest:])),
+        "tempest_share": np.array(1 - tempest / len(val_ids)),
+        "training_text": np.array(full_validation_loss(params, config, train_ids[: len(val_ids)])),
+    }
 
 
 LONG_PATH = DATA / "lm_head_long.npz"
@@ -288,25 +338,33 @@ class MixedTrainer(Trainer):
         return tokens, targets
 
 
-def probe_tokens(vocab: corpus.Vocab, text: str, n_ctx: int, count: int = 8, seed: int = 1) -> dict[str, np.ndarray]:
-    """Held-out probes (count, n_ctx): "letters" (PROBE_K random letters twice, then random letters) and "verse"
-    (PROBE_K characters of the validation text twice, then the text that follows)."""
+def probe_tokens(
+    vocab: corpus.Vocab, text: str, n_ctx: int, count: int = 8, seed: int = 1, k: int = PROBE_K
+) -> dict[str, np.ndarray]:
+    """Held-out probes (count, n_ctx): "letters" (k random letters twice, then random letters) and "verse"
+    (k characters of the validation text twice, then the text that follows)."""
     rng = np.random.default_rng(seed)
     letters = letter_ids(vocab)
     rows = []
     for _ in range(count):
-        block = rng.choice(letters, size=PROBE_K)
-        rows.append(np.concatenate([block, block, rng.choice(letters, size=n_ctx - 2 * PROBE_K)]))
+        block = rng.choice(letters, size=k)
+        rows.append(np.concatenate([block, block, rng.choice(letters, size=n_ctx - 2 * k)]))
     ids = vocab.encode(text)
     starts = np.linspace(0, len(ids) - n_ctx - 1, count).astype(int)
-    verse = [np.concatenate([ids[s : s + PROBE_K], ids[s : s + n_ctx - PROBE_K]]) for s in starts]
+    verse = [np.concatenate([ids[s : s + k], ids[s : s + n_ctx - k]]) for s in starts]
     return {"letters": np.array(rows), "verse": np.array(verse)}
 
 
-def induction_scores(params: dict, config: GPTConfig, probes: np.ndarray) -> np.ndarray:
-    """(n_layer, n_head) induction score (lesson 14's detector) on probes, averaged over them."""
+def induction_scores(params: dict, config: GPTConfig, probes: np.ndarray, k: int = PROBE_K) -> np.ndarray:
+    """(n_layer, n_head) induction score (lesson 14's detector) on probes whose first k characters repeat."""
     weights = attention_weights(params, config, probes)  # (L, B, h, T, T)
-    return circuits.induction_score(weights, PROBE_K).mean(axis=1)  # (L, h)
+    return circuits.induction_score(weights, k).mean(axis=1)  # (L, h)
+
+
+def copy_losses(params: dict, config: GPTConfig, probes: np.ndarray, k: int = PROBE_K) -> tuple[float, float]:
+    """Mean loss on the first copy's characters and on the second copy's (nats): copying shows as a drop."""
+    losses = position_losses(params, config, probes[:, :-1], probes[:, 1:])  # position t predicts t + 1
+    return float(losses[:, : k - 1].mean()), float(losses[:, k - 1 : 2 * k - 1].mean())
 
 
 def induction_trainer(repeat_fraction: float = REPEAT_FRACTION, steps: int = INDUCTION_STEPS, seed: int = 0):
@@ -341,9 +399,10 @@ def induction_run(repeat_fraction: float = REPEAT_FRACTION, steps: int = INDUCTI
 def greedy_by_recomputation(params: dict, config: GPTConfig, prompt_ids: np.ndarray, n_new: int) -> np.ndarray:
     """Greedy decoding without a cache: the whole sequence through the model again for every new token."""
     ids = list(prompt_ids)
-    for _ in range(n_new):
-        window = np.array(ids[-config.n_ctx :])[None]  # (1, <= n_ctx)
-        ids.append(int(np.argmax(_forward(params, config, window)[0][0, -1])))
+    with one_blas_thread():  # as generate does: the comparison is then of the work, not of thread contention
+        for _ in range(n_new):
+            window = np.array(ids[-config.n_ctx :])[None]  # (1, <= n_ctx)
+            ids.append(int(np.argmax(_forward(params, config, window)[0][0, -1])))
     return np.array(ids)
 
 
@@ -394,13 +453,36 @@ def next_char_table(
     return "\n".join(lines)
 
 
-def role_summary(scores: dict[str, np.ndarray]) -> str:
-    """A Markdown table: for each role, the head with the largest share, its share, the uniform head's, the ratio."""
-    lines = ["| role | best head | its share | uniform head | ratio |", "|---|---|---:|---:|---:|"]
+POSITIONAL = ("previous character", "itself")  # roles defined by distance alone: compared with the uniform head
+
+
+def role_ratios(scores: dict[str, np.ndarray]) -> np.ndarray:
+    """(n_layer * n_head, roles): each share over its baseline, the uniform head for POSITIONAL roles (a head's
+    position habit would explain them fully) and the head's own position habit for the others."""
+    cols = []
     for role in ROLES:
-        layer, head = np.unravel_index(scores[role].argmax(), scores[role].shape)
-        share, base = scores[role][layer, head], float(scores[f"uniform: {role}"])
-        lines.append(f"| {role} | layer {layer}, head {head} | {share:.2f} | {base:.2f} | {share / base:.1f}x |")
+        base = scores[f"uniform: {role}"] if role in POSITIONAL else scores[f"position: {role}"]
+        share = np.broadcast_to(scores[role], np.shape(scores[role]))
+        base = np.broadcast_to(base, share.shape)
+        cols.append(np.divide(share, base, out=np.full(share.shape, np.nan), where=base > 0).ravel())  # no keys: nan
+    return np.stack(cols, axis=1)
+
+
+def role_summary(scores: dict[str, np.ndarray]) -> str:
+    """A Markdown table: for each role, the head that beats its baseline (see role_ratios) by most."""
+    lines = ["| role | head | its share | baseline | share / baseline |", "|---|---|---:|---:|---:|"]
+    ratios = role_ratios(scores)
+    n_head = scores[ROLES[0]].shape[1]
+    for j, role in enumerate(ROLES):
+        layer, head = divmod(int(ratios[:, j].argmax()), n_head)
+        share = scores[role][layer, head]
+        if role in POSITIONAL:
+            base, what = float(scores[f"uniform: {role}"]), "uniform head"
+        else:
+            base, what = scores[f"position: {role}"][layer, head], "its position habit"
+        lines.append(
+            f"| {role} | layer {layer}, head {head} | {share:.2f} | {base:.2f} ({what}) | {share / base:.1f}x |"
+        )
     return "\n".join(lines)
 
 
@@ -410,3 +492,15 @@ def sweep_table(final: np.ndarray) -> str:
     for h, row in zip(SWEEP_HS, final, strict=True):
         lines.append(f"| {h} | {128 // h} | {', '.join(f'{v:.3f}' for v in row)} | {row.mean():.3f} |")
     return "\n".join(lines)
+
+
+def evaluation_table(path: Path = EVALUATION_PATH) -> str:
+    """The saved evaluation (see evaluation) as a Markdown table."""
+    ev = {k: float(v) for k, v in np.load(path).items()}
+    rows = (
+        ("all of the validation text", ev["validation"]),
+        ("its end of Romeo and Juliet (held out, but the play was trained on)", ev["romeo_and_juliet_end"]),
+        (f"its Tempest ({ev['tempest_share']:.0%} of it; a play never seen)", ev["tempest"]),
+        ("as much training text", ev["training_text"]),
+    )
+    return "| text | loss (nats per character) |\n|---|---:|\n" + "\n".join(f"| {t} | {v:.3f} |" for t, v in rows)

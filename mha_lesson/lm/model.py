@@ -2,7 +2,7 @@
 
 x = wte[tokens] + wpe[:T]; each layer: x += attn(ln1(x)) (causal), x += mlp(ln2(x)) with
 mlp(u) = gelu_tanh(u @ w1 + b1) @ w2 + b2; logits = lnf(x) @ wte^T (tied read-out). The attention forward
-and backward are mha_lesson.gradients' (the same code lesson 11 trains with); decoding uses kv_cache.decode_step.
+and backward are mha_lesson.gradients' (the same code lesson 13 trains with); decoding uses kv_cache.decode_step.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .. import gradients
+from .._blas import one_blas_thread
 from .._checks import as_int_array, check_nonnegative_int, check_number, check_positive_int, is_int
 from ..kv_cache import KVCache, decode_step
 from ..projections import MHAParams
@@ -376,13 +377,15 @@ def generate(
     ids = [int(t) for t in prompt]
     layers = [attn_params(params, config, i) for i in range(config.n_layer)]
     caches = [KVCache() for _ in range(config.n_layer)]
-    for pos, token in enumerate(ids[:-1]):  # the prompt fills the caches; its last token is decoded below
-        _decode_token(params, config, layers, caches, token, pos)
-    for _ in range(n_new):
-        if len(ids) <= config.n_ctx:
-            next_logits = _decode_token(params, config, layers, caches, ids[-1], len(ids) - 1)
-        else:
-            window = np.array(ids[-config.n_ctx :])[None]  # (1, n_ctx)
-            next_logits = _forward(params, config, window)[0][0, -1]
-        ids.append(_pick(next_logits, temperature, top_k, rng))
+    # One token's products are vector-sized: a second BLAS thread only adds waiting, a lot of it on a busy machine.
+    with one_blas_thread():
+        for pos, token in enumerate(ids[:-1]):  # the prompt fills the caches; its last token is decoded below
+            _decode_token(params, config, layers, caches, token, pos)
+        for _ in range(n_new):
+            if len(ids) <= config.n_ctx:
+                next_logits = _decode_token(params, config, layers, caches, ids[-1], len(ids) - 1)
+            else:
+                window = np.array(ids[-config.n_ctx :])[None]  # (1, n_ctx)
+                next_logits = _forward(params, config, window)[0][0, -1]
+            ids.append(_pick(next_logits, temperature, top_k, rng))
     return np.array(ids, dtype=np.int64)

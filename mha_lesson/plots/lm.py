@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -65,22 +64,21 @@ def distance_profile(ax: Axes, profile: np.ndarray, *, title: str) -> None:
     ax.figure.colorbar(im, ax=ax, label="mean attention weight", shrink=0.8)
 
 
-def role_table(ax: Axes, scores: np.ndarray, baseline: np.ndarray, roles: Sequence[str], *, title: str) -> None:
-    """scores (n_layer * n_head, roles) as a heat map of the ratio to the uniform baseline, the score printed."""
-    ratio = scores / baseline
-    im = ax.imshow(ratio, cmap="magma", vmin=0, vmax=max(4.0, float(ratio.max())), aspect="auto")
-    n_heads, n_roles = scores.shape
+def role_table(ax: Axes, shares: np.ndarray, ratios: np.ndarray, labels: Sequence[str], *, title: str) -> None:
+    """shares (n_layer * n_head, roles) printed in cells coloured by ratios (share / baseline); labels per role."""
+    vmax = max(4.0, float(ratios.max()))
+    im = ax.imshow(ratios, cmap="magma", vmin=0, vmax=vmax, aspect="auto")
+    n_heads, n_roles = shares.shape
     n_head = 4 if n_heads % 4 == 0 else n_heads
     ax.set_yticks(range(n_heads), [f"L{i // n_head} H{i % n_head}" for i in range(n_heads)])
-    names = [textwrap.fill(r, 12) + f"\n(uniform {b:.2f})" for r, b in zip(roles, baseline, strict=True)]
-    ax.set_xticks(range(n_roles), names)
+    ax.set_xticks(range(n_roles), labels)
     ax.tick_params(axis="x", labelsize=8)
     for i in range(n_heads):
         for j in range(n_roles):
-            ax.text(j, i, f"{scores[i, j]:.2f}", ha="center", va="center", fontsize=7,
-                    color="k" if ratio[i, j] > 0.6 * im.norm.vmax else "w")  # fmt: skip
+            ax.text(j, i, f"{shares[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                    color="k" if ratios[i, j] > 0.6 * vmax else "w")  # fmt: skip
     ax.set(ylabel="layer, head", title=title)
-    ax.figure.colorbar(im, ax=ax, label="score / uniform head's score", shrink=0.8)
+    ax.figure.colorbar(im, ax=ax, label="share / baseline (colour)", shrink=0.8)
 
 
 def ablation_bars(ax: Axes, rise: np.ndarray, *, title: str) -> None:

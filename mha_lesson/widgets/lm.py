@@ -32,12 +32,12 @@ from ._base import Explorer
 STEPS = 300  # steps per press of Train (the default model: about 0.1 s a step on one core)
 REDRAW = 25  # steps between redraws while training
 SMOOTH = 25  # steps in the loss curve's running mean
-EVAL_WINDOWS = 8  # validation windows of n_ctx characters: the validation points, cheap enough for every redraw
+EVAL_WINDOWS = 32  # validation windows of n_ctx characters: the validation points, cheap enough for every redraw
 CONTINUE_LR = 1e-4  # "shipped model": a constant learning rate, the shipped run's final one (a tenth of its peak)
 SCRATCH, SHIPPED = "scratch", "shipped model"
 STARTS = (SCRATCH, SHIPPED)
 # Romeo and Juliet, Act 5, Scene 3 (Paris), from the validation text: no step ever trained on it.
-LINE = "Sweet flower, with flowers thy bridal bed I strew"
+LINE = "Sweet flower, with flowers thy"
 YLIM = (1.2, 4.6)  # nats: from below the shipped model's loss to above the untrained one (ln 76 = 4.33)
 STATES = ("ready", "training", "stopped", "done")
 
@@ -358,7 +358,7 @@ class LMTrainingExplorer(Explorer):
         mean = np.convolve(shipped.history, np.ones(SMOOTH) / SMOOTH, mode="valid")
         ax.plot(steps[SMOOTH - 1 :], mean, color="0.45", lw=1.5, label=f"shipped run ({shipped.steps:,} steps)")
         ax.axhline(
-            shipped.reference, color="0.3", ls=":", lw=1.2, label=f"shipped model, validation: {shipped.reference:.2f}"
+            shipped.reference, color="0.3", ls=":", lw=1.2, label=f"shipped model on these windows: {shipped.reference:.2f}"
         )
         (self.raw,) = ax.plot([], [], color="tab:blue", alpha=0.35, lw=0.8, label="this run: loss per step")
         (self.mean,) = ax.plot([], [], color="tab:blue", lw=2, label=f"this run: mean of {SMOOTH} steps")
@@ -369,14 +369,9 @@ class LMTrainingExplorer(Explorer):
         mx = self.ax_map = fig.add_axes((6.05 / w, 0.75 / h, 3.2 / w, 3.25 / h))
         self.im = mx.imshow(np.zeros((T, T)), vmin=0, vmax=1, cmap="viridis", aspect="auto", interpolation="nearest")
         labels = [char_label(c) for c in LINE]
-        even, odd = range(0, T, 2), range(1, T, 2)  # alternate sides: every label stays readable at 9 px
-        mx.set_xticks(even, [labels[i] for i in even], fontsize=8)
-        mx.set_yticks(even, [labels[i] for i in even], fontsize=8)
-        top, right = mx.secondary_xaxis("top"), mx.secondary_yaxis("right")
-        top.set_xticks(odd, [labels[i] for i in odd], fontsize=8)
-        right.set_yticks(odd, [labels[i] for i in odd], fontsize=8)
-        for axis in (mx, top, right):
-            axis.tick_params(length=2, pad=1)
+        mx.set_xticks(range(T), labels, fontsize=8)
+        mx.set_yticks(range(T), labels, fontsize=8)
+        mx.tick_params(length=2, pad=1)
         mx.set_xlabel("key (attended to)")
         mx.set_ylabel("query (attending)")
         self.map_title = mx.set_title("layer 0, head 0", pad=16)

@@ -1,6 +1,7 @@
 """Regenerate lesson 20's runs: the shipped Shakespeare GPT, the h sweep and the induction-head run.
 
     .venv/bin/python tests/reference/make_lm_runs.py default    # ~6 min: mha_lesson/data/shakespeare_gpt.{npz,log}
+    .venv/bin/python tests/reference/make_lm_runs.py evaluate   # ~20 s: mha_lesson/data/lm_evaluation.npz
     .venv/bin/python tests/reference/make_lm_runs.py sweep      # ~20 min: mha_lesson/data/lm_head_sweep.npz
     .venv/bin/python tests/reference/make_lm_runs.py long       # ~12 min: mha_lesson/data/lm_head_long.npz
     .venv/bin/python tests/reference/make_lm_runs.py induction  # ~15 min: mha_lesson/data/lm_induction.npz
@@ -40,6 +41,14 @@ def sweep() -> None:
     np.savez_compressed(lesson.SWEEP_PATH, **lesson.run_sweep())
 
 
+def evaluate() -> None:
+    """The shipped model on the whole validation text, its two plays, and as much training text."""
+    params, config, _, _ = lesson.load_model()
+    result = lesson.evaluation(params, config)
+    np.savez_compressed(lesson.EVALUATION_PATH, **result)
+    print({k: round(float(v), 4) for k, v in result.items()})
+
+
 def long() -> None:
     """h = 1 and 16 at the default run's full budget (3,500 steps), beside the shipped h = 4."""
     np.savez_compressed(lesson.LONG_PATH, **lesson.run_long())
@@ -61,4 +70,4 @@ def induction() -> None:
 
 
 if __name__ == "__main__":
-    {"default": default, "sweep": sweep, "long": long, "induction": induction}[sys.argv[1]]()
+    {"default": default, "evaluate": evaluate, "sweep": sweep, "long": long, "induction": induction}[sys.argv[1]]()
