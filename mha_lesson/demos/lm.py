@@ -39,8 +39,8 @@ ROLES = (
     "same character earlier",
     "speaker's name",
 )
-# A speech's heading line in the corpus: "King." or "First Witch." (a one-word answer such as "No." on a line of
-# its own also matches: rare); act and scene headings do not.
+# A speech's heading line in the corpus: "King." or "First Witch.", after a blank line (a verse line ending in a
+# full stop matches the pattern too, but never follows a blank line); act and scene headings do not count.
 SPEAKER = re.compile(r"^(?!ACT |Act |SCENE |Scene )[A-Z][A-Za-z' ]{1,30}\.$")
 
 
@@ -49,7 +49,8 @@ def role_patterns(text: str) -> dict[str, np.ndarray]:
 
     Rows are left empty where a role would coincide with another: "start of the word" and "start of the line"
     only score queries at least two characters after that start (else it is the previous character or itself),
-    and both need the start inside the window. "same character earlier" leaves out the previous character;
+    and both need the start inside the window. "same character earlier" leaves out the previous character and
+    queries that are spaces or line breaks;
     "a space or line break" is every whitespace key two or more characters back.
     """
     if not isinstance(text, str) or not text:
@@ -59,7 +60,10 @@ def role_patterns(text: str) -> dict[str, np.ndarray]:
     pats = {
         "previous character": np.eye(T, k=-1, dtype=bool),
         "itself": np.eye(T, dtype=bool),
-        "same character earlier": circuits.duplicate_token_pattern(tokens) & ~np.eye(T, k=-1, dtype=bool),
+        # not for a space or line break: an earlier copy of one is the "a space or line break" role
+        "same character earlier": circuits.duplicate_token_pattern(tokens)
+        & ~np.eye(T, k=-1, dtype=bool)
+        & ~np.char.isspace(tokens)[:, None],
         "a space or line break": np.tril(np.broadcast_to(np.char.isspace(tokens), (T, T)), k=-2),
     }
     word, line, speaker = (np.zeros((T, T), bool) for _ in range(3))
@@ -72,7 +76,7 @@ def role_patterns(text: str) -> dict[str, np.ndarray]:
             line_start = i
             if i > 0 and lines[i] == "":
                 name = None  # a blank line: the speech is over
-            elif SPEAKER.match(lines[i]) and (i > 0 or text[:1].isupper()):
+            elif i >= 2 and text[i - 2] == "\n" and SPEAKER.match(lines[i]):  # after a blank line
                 name = (i, i + len(lines[i]) - 1)  # the name, without its full stop
         if c.isspace():
             word_start = None
@@ -259,17 +263,18 @@ EVALUATION_PATH = DATA / "lm_evaluation.npz"  # the shipped model on the whole v
 
 
 def evaluation(params: dict, config: GPTConfig) -> dict[str, np.ndarray]:
-    """The shipped model's loss on all of the validation text, on its two plays separately, and on as much training
-    text (its first characters), each in non-overlapping windows: where the last 10% comes from matters."""
+    """The shipped model's loss on all of the validation text, on its two plays separately, and on the part of
+    Romeo and Juliet it trained on, each in non-overlapping windows: where the last 10% comes from matters."""
     vocab, train_ids, val_ids = corpus.load()
     text = vocab.decode(val_ids)
     tempest = text.index("\nTHE TEMPEST\n") + 1  # the last work's title: the validation text's second play
+    romeo = vocab.decode(train_ids).rindex("\nROMEO AND JULIET\n") + 1  # its title, in the training text
     return {
         "validation": np.array(full_validation_loss(params, config, val_ids)),
         "romeo_and_juliet_end": np.array(full_validation_loss(params, config, val_ids[:tempest])),
         "tempest": np.array(full_validation_loss(params, config, val_ids[tempest:])),
         "tempest_share": np.array(1 - tempest / len(val_ids)),
-        "training_text": np.array(full_validation_loss(params, config, train_ids[: len(val_ids)])),
+        "romeo_and_juliet_trained": np.array(full_validation_loss(params, config, train_ids[romeo:])),
     }
 
 
@@ -362,9 +367,10 @@ def induction_scores(params: dict, config: GPTConfig, probes: np.ndarray, k: int
 
 
 def copy_losses(params: dict, config: GPTConfig, probes: np.ndarray, k: int = PROBE_K) -> tuple[float, float]:
-    """Mean loss on the first copy's characters and on the second copy's (nats): copying shows as a drop."""
+    """Mean loss predicting the first copy's characters 1..k-1 and the second copy's 1..k-1 (nats): copying shows as
+    a drop. The second copy's first character is left out: nothing before it says the text starts again."""
     losses = position_losses(params, config, probes[:, :-1], probes[:, 1:])  # position t predicts t + 1
-    return float(losses[:, : k - 1].mean()), float(losses[:, k - 1 : 2 * k - 1].mean())
+    return float(losses[:, : k - 1].mean()), float(losses[:, k : 2 * k - 1].mean())
 
 
 def induction_trainer(repeat_fraction: float = REPEAT_FRACTION, steps: int = INDUCTION_STEPS, seed: int = 0):
@@ -501,6 +507,6 @@ def evaluation_table(path: Path = EVALUATION_PATH) -> str:
         ("all of the validation text", ev["validation"]),
         ("its end of Romeo and Juliet (held out, but the play was trained on)", ev["romeo_and_juliet_end"]),
         (f"its Tempest ({ev['tempest_share']:.0%} of it; a play never seen)", ev["tempest"]),
-        ("as much training text", ev["training_text"]),
+        ("the part of Romeo and Juliet it trained on", ev["romeo_and_juliet_trained"]),
     )
     return "| text | loss (nats per character) |\n|---|---:|\n" + "\n".join(f"| {t} | {v:.3f} |" for t, v in rows)

@@ -357,9 +357,8 @@ class LMTrainingExplorer(Explorer):
         ax.plot(steps, shipped.history, color="0.6", alpha=0.35, lw=0.6)
         mean = np.convolve(shipped.history, np.ones(SMOOTH) / SMOOTH, mode="valid")
         ax.plot(steps[SMOOTH - 1 :], mean, color="0.45", lw=1.5, label=f"shipped run ({shipped.steps:,} steps)")
-        ax.axhline(
-            shipped.reference, color="0.3", ls=":", lw=1.2, label=f"shipped model on these windows: {shipped.reference:.2f}"
-        )
+        label = f"shipped model on these windows: {shipped.reference:.2f}"
+        ax.axhline(shipped.reference, color="0.3", ls=":", lw=1.2, label=label)
         (self.raw,) = ax.plot([], [], color="tab:blue", alpha=0.35, lw=0.8, label="this run: loss per step")
         (self.mean,) = ax.plot([], [], color="tab:blue", lw=2, label=f"this run: mean of {SMOOTH} steps")
         (self.val,) = ax.plot([], [], "o", ms=4.5, color="tab:orange", label=f"validation ({EVAL_WINDOWS} windows)")
