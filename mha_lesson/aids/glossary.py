@@ -128,6 +128,12 @@ TERMS: tuple[Term, ...] = (
       "early, noisy gradients do not throw the weights far.", "18_positions_and_windows"),
     T("word piece", "A piece of a word in a subword vocabulary: 'playing' may become 'play' + '##ing', so rare "
       "words need no vocabulary entry of their own.", "15_real_heads"),
+    T("perplexity", "e raised to the cross-entropy in nats: the number of equally likely choices that would leave a "
+      "model as unsure as it is. Lower is better; the Transformer paper reports it per word piece.",
+      "01_one_head_is_not_enough"),
+    T("bleu", "A translation score from 0 to 100: how many of the word sequences (1 to 4 words) of a model's "
+      "translation also appear in reference translations, with a penalty for short output. Higher is better.",
+      "01_one_head_is_not_enough"),
     T("language model", "A model that reads text and, at every position, gives a probability to each possible next "
       "token; trained by minimising the cross-entropy of the token that really comes next.",
       "20_your_own_language_model"),

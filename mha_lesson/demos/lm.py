@@ -506,7 +506,7 @@ def evaluation_table(path: Path = EVALUATION_PATH) -> str:
     rows = (
         ("all of the validation text", ev["validation"]),
         ("its end of Romeo and Juliet (held out, but the play was trained on)", ev["romeo_and_juliet_end"]),
-        (f"its Tempest ({ev['tempest_share']:.0%} of it; a play never seen)", ev["tempest"]),
+        (f"its Tempest ({ev['tempest_share']:.0%} of the validation text; a play never seen)", ev["tempest"]),
         ("the part of Romeo and Juliet it trained on", ev["romeo_and_juliet_trained"]),
     )
     return "| text | loss (nats per character) |\n|---|---:|\n" + "\n".join(f"| {t} | {v:.3f} |" for t, v in rows)

@@ -57,8 +57,8 @@ def check_ablation_prediction(answer: object) -> Feedback:
     hints = {
         "a": "First letters are the hardest to predict for the intact model too: what would the model need to know "
         "there that a glance at the last few characters gives? Look at the loss table after your guess.",
-        "b": "Inside a word the previous character alone says a lot (the previous-character heads cover it). Which "
-        "decision needs the whole word seen so far, not just its last letter?",
+        "b": "Inside a word the last letter or two say a lot, and several layer-0 heads read them. Which decision "
+        "needs the whole word seen so far, not just its last letters?",
         "c": "Spaces and punctuation follow the end of a word or phrase: check the table after your guess.",
     }
     return check_letter(answer, KIND_OPTIONS, correct, praise, hints)

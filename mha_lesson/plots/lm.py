@@ -65,7 +65,7 @@ def distance_profile(ax: Axes, profile: np.ndarray, *, title: str) -> None:
 
 
 def role_table(ax: Axes, shares: np.ndarray, ratios: np.ndarray, labels: Sequence[str], *, title: str) -> None:
-    """shares (n_layer * n_head, roles) printed in cells coloured by ratios (share / baseline); labels per role."""
+    """Each cell: a head's share on a role and its ratio to the baseline, which also sets the colour."""
     vmax = max(4.0, float(ratios.max()))
     im = ax.imshow(ratios, cmap="magma", vmin=0, vmax=vmax, aspect="auto")
     n_heads, n_roles = shares.shape
@@ -75,7 +75,7 @@ def role_table(ax: Axes, shares: np.ndarray, ratios: np.ndarray, labels: Sequenc
     ax.tick_params(axis="x", labelsize=8)
     for i in range(n_heads):
         for j in range(n_roles):
-            ax.text(j, i, f"{shares[i, j]:.2f}", ha="center", va="center", fontsize=7,
+            ax.text(j, i, f"{shares[i, j]:.2f}  {ratios[i, j]:.1f}x", ha="center", va="center", fontsize=7,
                     color="k" if ratios[i, j] > 0.6 * vmax else "w")  # fmt: skip
     ax.set(ylabel="layer, head", title=title)
     ax.figure.colorbar(im, ax=ax, label="share / baseline (colour)", shrink=0.8)
