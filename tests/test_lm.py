@@ -298,6 +298,11 @@ def test_cli_trains_samples_and_reports_bad_input_in_one_line(tmp_path):
     assert "parameters" in result.stdout and re.search(r"validation loss \d\.\d{4} after \d+ s", result.stdout)
     result = subprocess.run([*env_run, "sample", "--checkpoint", str(out), "--prompt", "To be", "--n", "20"], **kw)
     assert result.returncode == 0 and result.stdout.startswith("To be") and len(result.stdout) == 26
+    # without --checkpoint: the shipped model, greedy, equals generate on it
+    result = subprocess.run([*env_run, "sample", "--prompt", "ROMEO.\n", "--n", "30", "--temperature", "0"], **kw)
+    params, config, vocab, _ = lm.load_checkpoint(ROOT / "mha_lesson" / "data" / "shakespeare_gpt.npz")
+    expected = vocab.decode(lm.generate(params, config, vocab.encode("ROMEO.\n"), 30, temperature=0))
+    assert result.returncode == 0 and result.stdout == expected + "\n"
     for args, words in (
         (["sample", "--checkpoint", str(out), "--prompt", "é"], "prompt: character 'é'"),
         (["sample", "--checkpoint", str(out), "--temperature", "-1"], "temperature"),

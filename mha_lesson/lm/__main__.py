@@ -19,7 +19,8 @@ from . import corpus
 from .model import GPTConfig, generate, n_params
 from .train import TrainConfig, Trainer, load_checkpoint, progress_line, save_checkpoint
 
-DEFAULT_CHECKPOINT = "shakespeare_gpt.npz"
+DEFAULT_CHECKPOINT = "shakespeare_gpt.npz"  # where train writes, in the current folder
+SHIPPED_CHECKPOINT = corpus.DATA / "shakespeare_gpt.npz"  # the trained model that ships: what sample reads by default
 
 
 def parser() -> argparse.ArgumentParser:
@@ -39,7 +40,7 @@ def parser() -> argparse.ArgumentParser:
     t.add_argument("--n-ctx", type=int, default=64)
     t.add_argument("--out", type=Path, default=Path(DEFAULT_CHECKPOINT), help="checkpoint to write (.npz)")
     s = sub.add_parser("sample", help="generate text from a checkpoint")
-    s.add_argument("--checkpoint", type=Path, default=Path(DEFAULT_CHECKPOINT))
+    s.add_argument("--checkpoint", type=Path, default=SHIPPED_CHECKPOINT, help="default: the shipped model")
     s.add_argument("--prompt", default="\n", help="text to continue (characters of the vocabulary)")
     s.add_argument("--n", type=int, default=500, help="characters to generate")
     s.add_argument("--temperature", type=float, default=0.8)
