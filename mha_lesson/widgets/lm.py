@@ -28,6 +28,7 @@ from ..lm import corpus
 from ..lm.model import GPTConfig, attention_weights, cross_entropy, logits
 from ..lm.train import TrainConfig, Trainer
 from ._base import Explorer
+from ._threaded import BackgroundTraining
 
 STEPS = 300  # steps per press of Train (the default model: about 0.1 s a step on one core)
 REDRAW = 25  # steps between redraws while training
@@ -184,7 +185,7 @@ class Run:
         return self.view
 
 
-class LMTrainingExplorer(Explorer):
+class LMTrainingExplorer(BackgroundTraining, Explorer):
     """Train / Stop, a progress bar, where to start, layer and head -> the loss curves and one head's map."""
 
     backgrounds_kept = 4  # one per (start, x range): the x range grows by a press's steps at each press
@@ -217,12 +218,8 @@ class LMTrainingExplorer(Explorer):
         }
         for name in ("layer", "head"):
             controls[name].style.button_width = "3em"
-        self.lock = threading.RLock()  # before super().__init__, whose first refresh takes it
+        self.init_background(f"Train {steps}")  # before super().__init__, whose first refresh takes the lock
         self.runs: dict[str, Run] = {}
-        self.worker: threading.Thread | None = None
-        self.stop_event = threading.Event()
-        self.train_button = widgets.Button(description=f"Train {steps}", icon="play", button_style="success")
-        self.stop_button = widgets.Button(description="Stop", icon="stop", disabled=True)
         self.progress = widgets.IntProgress(value=0, min=0, max=steps, layout=widgets.Layout(width="14em"))
         self.text = widgets.HTML()
         super().__init__(controls, figsize=(10.4, 4.7), dpi=90)
@@ -245,32 +242,11 @@ class LMTrainingExplorer(Explorer):
                     run = self.runs[start] = Run(self.shipped, start, self.steps_per_press)
             if run.step >= run.target:  # no press under way: a new one
                 run.press_start, run.target = run.step, run.step + self.steps_per_press
-            self.stop_event = stop = threading.Event()
-            self.worker = threading.Thread(target=self.train_loop, args=(run, stop), daemon=True, name="mha-lm-train")
-            self.set_running(True)
+            self.start_worker(self.train_loop, run, name="mha-lm-train")
             with one_blas_thread():
                 run.record("training")
             self.redraw_if_shown(run)
             self.worker.start()
-
-    def on_stop(self, _: Any = None) -> None:
-        """Stop button: the thread stops after its current step (and redraws the stopped state itself)."""
-        self.stop_event.set()
-
-    def on_setting(self, _: dict) -> None:
-        """A change of start stops the run (before the redraw shows the other start)."""
-        self.stop_event.set()
-
-    @property
-    def running(self) -> bool:
-        return self.worker is not None and self.worker.is_alive()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the training thread ends (for tests and scripts); True if none is running any more."""
-        worker = self.worker
-        if worker is not None:
-            worker.join(timeout)
-        return not self.running
 
     def train_loop(self, run: Run, stop: threading.Event) -> None:
         """The thread's work: one step at a time under the lock, a snapshot and redraw every `redraw` steps."""
@@ -302,16 +278,6 @@ class LMTrainingExplorer(Explorer):
         """Redraw (under the lock) when the controls show run's start."""
         if self.controls["start"].value == run.start:
             Explorer.refresh(self)
-
-    def set_running(self, running: bool) -> None:
-        """Grey out Train while a run goes, Stop while none does."""
-        self.train_button.disabled = running
-        self.stop_button.disabled = not running
-
-    def refresh(self) -> None:
-        """Recompute and redraw under the lock, so a move never draws while the thread does."""
-        with self.lock:
-            super().refresh()
 
     # --- Explorer -----------------------------------------------------------------------------------------------
     def view(self, start: str) -> dict[str, Any]:

@@ -1,13 +1,9 @@
 """Lesson 13's live training explorer: train the two-lookup model with h heads and watch its loss fall and its heads
 find their offsets, redrawn every REDRAW steps while it trains.
 
-Training runs on a background thread. The kernel handles a button click only between the cells it runs, so a
-training loop run from a click handler would hold the kernel until it ends and Stop could never arrive; on a
-thread, the kernel stays free and handles Stop, Train and every control at once. ipywidgets 8 sends widget values
-from any thread (the kernel's output channel is thread-safe); nothing here prints or uses an Output widget, which
-would not be. One lock guards the trainer, the figures and the one-BLAS-thread setting (a process-wide switch that
-both threads set and restore): the thread holds it for REDRAW steps and a redraw at a time, a control move waits
-at most that long.
+Training runs on a background thread (widgets._threaded.BackgroundTraining says why): the thread holds the lock for
+REDRAW steps and a redraw at a time, so a control move waits at most that long. The lock also guards the
+one-BLAS-thread setting, a process-wide switch both threads set and restore.
 
 States of a setting (h, seed): untrained (the starting model, nothing in self.runs) -> training -> stopped
 (Train resumes it; the result is the same to the last bit as an uninterrupted run) or trained (Train starts it
@@ -28,6 +24,7 @@ from .._blas import one_blas_thread
 from ..demos.training import offset_masses
 from ..training import TASKS, Trainer
 from ._base import Explorer, fixed_margins
+from ._threaded import BackgroundTraining
 
 TASK = "two_lookups"
 HS = (1, 2, 4, 8, 16)  # every h that divides d_model = 16
@@ -122,7 +119,7 @@ def trained_run(h: int, seed: int) -> Run:
     return run
 
 
-class TrainingExplorer(Explorer):
+class TrainingExplorer(BackgroundTraining, Explorer):
     """Train / Stop buttons, a progress bar, h and seed -> the loss curve, held-out accuracy and every head's map."""
 
     backgrounds_kept = len(HS)  # one figure per h, each with its own still background
@@ -134,16 +131,12 @@ class TrainingExplorer(Explorer):
             "seed": widgets.IntSlider(value=seed, min=0, max=SEEDS - 1, description="seed", continuous_update=False),
         }
         controls["h"].style.button_width = "3em"
-        self.lock = threading.RLock()  # before super().__init__, whose first refresh takes it
+        self.init_background("Train")  # before super().__init__, whose first refresh takes the lock
         self.runs: dict[tuple[int, int], Run] = {}
         if start_trained:  # the first picture then teaches without a kernel: a finished run, with its curves
             self.runs[h, seed] = trained_run(h, seed)
-        self.worker: threading.Thread | None = None
-        self.stop_event = threading.Event()
         self.grids: dict[int, dict[str, Any]] = {}  # one figure per h, built on first use
         self.shown_h: int | None = None
-        self.train_button = widgets.Button(description="Train", icon="play", button_style="success")
-        self.stop_button = widgets.Button(description="Stop", icon="stop", disabled=True)
         self.progress = widgets.IntProgress(value=0, min=0, max=STEPS, layout=widgets.Layout(width="14em"))
         self.text = widgets.HTML()
         super().__init__(controls, figsize=(11, 4), dpi=80)
@@ -164,29 +157,8 @@ class TrainingExplorer(Explorer):
             if run is None or run.step >= STEPS:  # nothing yet, or finished: from scratch
                 with one_blas_thread():
                     run = self.runs[key] = Run(*key)
-            self.stop_event = stop = threading.Event()
-            self.worker = threading.Thread(target=self.train_loop, args=(run, stop), daemon=True, name="mha-train")
-            self.set_running(True)
+            self.start_worker(self.train_loop, run, name="mha-train")
             self.worker.start()
-
-    def on_stop(self, _: Any = None) -> None:
-        """Stop button: ask the thread to stop after its current step (it redraws the stopped state itself)."""
-        self.stop_event.set()
-
-    def on_setting(self, _: dict) -> None:
-        """A move of h or the seed stops the run (before the redraw shows the new setting)."""
-        self.stop_event.set()
-
-    @property
-    def running(self) -> bool:
-        return self.worker is not None and self.worker.is_alive()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the training thread ends (for tests and scripts); True if none is running any more."""
-        worker = self.worker
-        if worker is not None:
-            worker.join(timeout)
-        return not self.running
 
     def train_loop(self, run: Run, stop: threading.Event) -> None:
         """The thread's work: REDRAW steps at a time under the lock, redrawing whenever its setting is shown."""
@@ -215,16 +187,6 @@ class TrainingExplorer(Explorer):
         config = run.trainer.config
         if (self.controls["h"].value, self.controls["seed"].value) == (config["h"], config["seed"]):
             Explorer.refresh(self)
-
-    def set_running(self, running: bool) -> None:
-        """Grey out Train while a run goes, Stop while none does."""
-        self.train_button.disabled = running
-        self.stop_button.disabled = not running
-
-    def refresh(self) -> None:
-        """Recompute and redraw under the lock, so a move never draws while the thread does."""
-        with self.lock:
-            super().refresh()
 
     # --- Explorer -----------------------------------------------------------------------------------------------
     def setup(self, fig: Figure) -> None:
