@@ -248,12 +248,14 @@ def sweep_run(h: int, seed: int, steps: int = SWEEP_STEPS) -> dict[str, np.ndarr
     }
 
 
-def run_sweep(log=print) -> dict[str, np.ndarray]:
-    """Every (h, seed) of the sweep, as one dict of arrays keyed '<h>/<seed>/<field>' (minutes: see the script)."""
+def run_sweep(
+    hs: Sequence[int] = SWEEP_HS, seeds: Sequence[int] = SWEEP_SEEDS, steps: int = SWEEP_STEPS, log=print
+) -> dict[str, np.ndarray]:
+    """Every (h, seed), as one dict of arrays keyed '<h>/<seed>/<field>' (minutes: see the script)."""
     out = {"numpy_version": np.array(np.__version__)}
-    for h in SWEEP_HS:
-        for seed in SWEEP_SEEDS:
-            run = sweep_run(h, seed)
+    for h in hs:
+        for seed in seeds:
+            run = sweep_run(h, seed, steps)
             out |= {f"{h}/{seed}/{k}": v for k, v in run.items()}
             log(f"h={h:>2} seed={seed}: val {run['val_loss'][-1]:.4f} ({float(run['seconds']):.0f} s)")
     return out
@@ -284,12 +286,7 @@ LONG_HS = (1, 16)  # the full budget (the default run's 3,500 steps); h = 4 at t
 
 def run_long(log=print) -> dict[str, np.ndarray]:
     """The default run's recipe (3,500 steps, seed 0) with h = 1 and h = 16, keyed like run_sweep's output."""
-    out = {"numpy_version": np.array(np.__version__)}
-    for h in LONG_HS:
-        run = sweep_run(h, 0, steps=TrainConfig().steps)
-        out |= {f"{h}/0/{k}": v for k, v in run.items()}
-        log(f"h={h:>2}: val {run['val_loss'][-1]:.4f} ({float(run['seconds']):.0f} s)")
-    return out
+    return run_sweep(LONG_HS, (0,), TrainConfig().steps, log)
 
 
 def load_sweep(path: Path = SWEEP_PATH) -> dict[str, np.ndarray]:
