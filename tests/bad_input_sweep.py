@@ -34,8 +34,8 @@ from mha_lesson import (
     encoder,
     gates,
     gradients,
+    head_analysis,
     heads,
-    headscores,
     kv_cache,
     mla,
     multihead,
@@ -55,7 +55,8 @@ rope = importlib.import_module("mha_lesson.rope")  # the package's `rope` is the
 linear_attention = importlib.import_module("mha_lesson.linear_attention")  # so is its `linear_attention`
 
 MODULES = (attention, heads, projections, multihead, cost, encoder, embeddings, positional, rope, tiled, circuits)
-MODULES += (headscores, training, gradients, pre, display)
+HEAD_ANALYSIS = (head_analysis.token_scores, head_analysis.syntax, head_analysis.vector_norms, head_analysis.pruning)
+MODULES += (*HEAD_ANALYSIS, training, gradients, pre, display)
 MODULES += (sinks, gates, norms, mla, linear_attention, differential, kv_cache)
 MODULES += (lm_model, lm_corpus, lm_train)
 OUTCOMES = (
@@ -81,8 +82,8 @@ G = np.random.default_rng(2)
 S = np.array([3.0, 2.0, 1.0])
 ROWS = [{"relation": "det", "direction": "dependent->head", "layer": 0, "head": hi, "accuracy": 0.5} for hi in (0, 1)]
 SIM = np.eye(4) + 0.1
-SCORES = {k: np.full((2, 3), 0.3) for k in headscores.SCORES}
-BASELINE = headscores.uniform_baseline([5, 6])
+SCORES = {k: np.full((2, 3), 0.3) for k in head_analysis.SCORES}
+BASELINE = head_analysis.uniform_baseline([5, 6])
 QKN = norms.QKNorm(q_weight=np.full(4, 0.9), k_weight=np.full(4, 1.1), eps=1e-6)
 MLAP = mla.init_mla_params(8, 2, 4, 2, seed=0)
 MLA_FIELDS = {f: getattr(MLAP, f) for f in ("w_dkv", "w_uk", "w_uv", "w_kr", "w_q", "w_qr", "w_o", "h")}
@@ -166,34 +167,34 @@ VALID: dict[Callable, dict] = {
     circuits.previous_token_score: {"attention": A, "all_rows": False},
     circuits.duplicate_token_score: {"attention": A, "k": 2, "start": 1, "all_rows": False},
     circuits.induction_score: {"attention": A, "k": 2, "start": 0, "all_rows": True},
-    headscores.previous_token: {"w": A},
-    headscores.next_token: {"w": A},
-    headscores.same_token: {"w": A},
-    headscores.first_token: {"w": A},
-    headscores.last_token: {"w": A},
-    headscores.entropy: {"w": A},
-    headscores.corpus_scores: {"weights": [A, A[..., :4, :4]]},
-    headscores.uniform_baseline: {"lengths": [5, 6]},
-    headscores.heads_above: {"score": np.eye(2), "threshold": 0.5},
-    headscores.compare_with_clark: {"scores": SCORES, "baseline": BASELINE, "threshold": 0.5, "little": 0.25},
-    headscores.word_groups: {"word_ids": [None, 0, 0, 1, None]},
-    headscores.word_attention: {
+    head_analysis.previous_token: {"w": A},
+    head_analysis.next_token: {"w": A},
+    head_analysis.same_token: {"w": A},
+    head_analysis.first_token: {"w": A},
+    head_analysis.last_token: {"w": A},
+    head_analysis.entropy: {"w": A},
+    head_analysis.corpus_scores: {"weights": [A, A[..., :4, :4]]},
+    head_analysis.uniform_baseline: {"lengths": [5, 6]},
+    head_analysis.heads_above: {"score": np.eye(2), "threshold": 0.5},
+    head_analysis.compare_with_clark: {"scores": SCORES, "baseline": BASELINE, "threshold": 0.5, "little": 0.25},
+    head_analysis.word_groups: {"word_ids": [None, 0, 0, 1, None]},
+    head_analysis.word_attention: {
         "weights": A[..., :5, :5] / A[..., :5, :5].sum(-1, keepdims=True),
         "word_ids": [None, 0, 0, 1, None],
     },  # fmt: skip
-    headscores.most_attended: {"word_weights": A, "candidates": np.array([0, 1, 1, 0, 1, 0], bool)},
-    headscores.relation_accuracy: {"predicted": [np.array([1, 2, 0])], "arcs": [[(0, 1), (1, 2)]]},
-    headscores.offset_baseline: {"candidates": [np.ones(4, bool)], "arcs": [[(0, 1)]], "offsets": (-1, 1)},
-    headscores.best_heads: {"rows": ROWS},
-    headscores.relation_grid: {"rows": ROWS, "relation": "det", "direction": "dependent->head"},
-    headscores.value_norms: {"x": X, "params": P},
-    headscores.norm_weighted: {"weights": A, "norms": np.ones((2, 6))},
-    headscores.retrieval_accuracy: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
-    headscores.retrieval_margin: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
-    headscores.head_outputs: {"x": X, "params": P, "mask": None},
-    headscores.ablate_heads: {"params": P, "heads": [1], "means": np.ones((2, 4))},
-    headscores.prune_order: {"importance": {"accuracy_drop": np.eye(2), "margin_drop": np.eye(2)}},
-    headscores.load_paraphrases: {"path": None},
+    head_analysis.most_attended: {"word_weights": A, "candidates": np.array([0, 1, 1, 0, 1, 0], bool)},
+    head_analysis.relation_accuracy: {"predicted": [np.array([1, 2, 0])], "arcs": [[(0, 1), (1, 2)]]},
+    head_analysis.offset_baseline: {"candidates": [np.ones(4, bool)], "arcs": [[(0, 1)]], "offsets": (-1, 1)},
+    head_analysis.best_heads: {"rows": ROWS},
+    head_analysis.relation_grid: {"rows": ROWS, "relation": "det", "direction": "dependent->head"},
+    head_analysis.value_norms: {"x": X, "params": P},
+    head_analysis.norm_weighted: {"weights": A, "norms": np.ones((2, 6))},
+    head_analysis.retrieval_accuracy: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
+    head_analysis.retrieval_margin: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
+    head_analysis.head_outputs: {"x": X, "params": P, "mask": None},
+    head_analysis.ablate_heads: {"params": P, "heads": [1], "means": np.ones((2, 4))},
+    head_analysis.prune_order: {"importance": {"accuracy_drop": np.eye(2), "margin_drop": np.eye(2)}},
+    head_analysis.load_paraphrases: {"path": None},
     training.make_batch: {"task": "induction", "rng": G, "batch": 2, "n": 10, "vocab": 5},
     training.cross_entropy: {"logits": X, "targets": np.ones((2, 5), int), "weights": np.ones((2, 5))},
     training.check_config: {"task": "two_lookups", "h": 2, "seed": 0, "layers": 1, "sizes": {"steps": 2}},
@@ -347,10 +348,11 @@ LEFT_OUT = {
     ],
     "runs as long as asked, steps=10**9 being 10**9 steps (tests/test_training)": [training.Trainer.run],
     "formats a trainer's own counters for display (tests/test_lm's CLI run)": [lm_train.progress_line],
-    "needs the MiniLM model or a training run (tests/test_pretrained, test_headscores, test_training)": [
-        headscores.word_maps, headscores.relation_table, headscores.sink_scores, headscores.ablated_model,
-        headscores.head_importance, headscores.prune_curve, headscores.pruning_results, headscores.pruning_reference,
-        headscores.load_relations, headscores.antecedent_baselines, pre.MiniLM, pre.load_minilm, pre.head_ablation,
+    "needs the MiniLM model or a training run (tests/test_pretrained, tests/head_analysis, test_training)": [
+        *(getattr(head_analysis, f) for f in ("word_maps", "relation_table", "sink_scores", "ablated_model")),
+        *(getattr(head_analysis, f) for f in ("head_importance", "prune_curve", "pruning_results")),
+        *(getattr(head_analysis, f) for f in ("pruning_reference", "load_relations", "antecedent_baselines")),
+        pre.MiniLM, pre.load_minilm, pre.head_ablation,
         pre.model_dir, pre.torch_reference, pre.corpus, training.forward, training.Trainer, training.train,
         circuits.InductionModel, lm_train.Trainer, lm_train.save_checkpoint, lm_train.load_checkpoint,
         lm_train.Trainer.step, lm_train.Trainer.evaluate, lm_train.Trainer.run, lm_train.Trainer.make_batch,
@@ -358,7 +360,7 @@ LEFT_OUT = {
         pre.MiniLM.attentions_many, pre.MiniLM.without_heads,
     ],
     "records (dataclasses without checks of their own)": [
-        headscores.Annotated, headscores.Paraphrase, training.Batch, training.Model, training.Checkpoint,
+        head_analysis.Annotated, head_analysis.Paraphrase, training.Batch, training.Model, training.Checkpoint,
         training.TrainResult, gradients.Cache, pre.ModelNotInstalledError,
     ],
 }  # fmt: skip
