@@ -46,8 +46,10 @@ lint: $(STAMP)
 html: $(STAMP)
 	$(BIN)/python -m mha_lesson.aids.export_html
 
+# One benchmark, outside the package (benchmarks/README.md): `make bench NAME=lm`; without NAME, core.
+NAME ?= core
 bench: $(STAMP)
-	$(BIN)/python -m mha_lesson.bench
+	$(BIN)/python -m benchmarks $(NAME)
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis .ruff_cache

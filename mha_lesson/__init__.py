@@ -1,10 +1,23 @@
 """mha_lesson: multi-head attention derived step by step, as a small tested numpy library.
 
+The root's modules, by group (import any of them as `mha_lesson.NAME`, e.g. `mha.attention`, `mha.kv_cache`):
+- the derivation's steps and the layer: `cost` (why d_k = d_model / h, and what a layer costs), `projections`
+  (W^Q, W^K, W^V, W^O), `heads` (split and merge), `attention` (scaled dot-product attention, softmax, masks),
+  `multihead` (the whole layer, as a loop over heads and batched);
+- around the layer: `embeddings`, `positional` and `rope` (where tokens sit), `encoder` (layer norm, feed-forward,
+  residuals), `gradients` (the backward pass), `training` (tiny models trained in numpy), `circuits` (a head as
+  two circuits, induction heads), `pretrained` (all-MiniLM-L6-v2 on this code);
+- today's variants and attention at scale: `sinks`, `gates`, `norms` (QK-norm), `mla`, `linear_attention`,
+  `differential`, `tiled` (the online softmax) and `kv_cache`;
+- helpers: `display` (show_source), `measure` (peak memory), `_checks` and `_blas`.
+
 Layers, each importing only from those before it:
-- this package's root: the numpy library (attention, heads, projections, multihead, cost, encoder, pretrained, ...);
-- `lm/`: a small GPT trained on Shakespeare, built on the root only (import it as `mha_lesson.lm`);
-- `demos/`: what exists to make one lesson's point; `aids/`: the concept map, flashcards and HTML export;
-- `plots/` and `widgets/` on top; then `exercises/` and `bench/`.
+- the root above, and two sub-packages of the library built on it: `lm/` (a small GPT trained on Shakespeare)
+  and `head_analysis/` (what a trained model's heads do, one module per method);
+- `demos/`: what exists to make one lesson's point; `aids/`: the lesson list, glossary, concept map,
+  flashcards and HTML export;
+- `plots/` and `widgets/` on top; then `exercises/`.
+The benchmarks and the browser driver live outside the package, in the repository's `benchmarks/`.
 """
 
 from . import cost, kv_cache, mla

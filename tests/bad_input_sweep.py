@@ -38,9 +38,8 @@ from mha_lesson import (
     encoder,
     gates,
     gradients,
+    head_analysis,
     heads,
-    headscores,
-    headselect,
     kv_cache,
     measure,
     mla,
@@ -63,7 +62,8 @@ rope = importlib.import_module("mha_lesson.rope")  # the package's `rope` is the
 linear_attention = importlib.import_module("mha_lesson.linear_attention")  # so is its `linear_attention`
 
 MODULES = (attention, heads, projections, multihead, cost, encoder, embeddings, positional, rope, tiled, circuits)
-MODULES += (headscores, headselect, training, gradients, pre, display, measure)
+HEAD_ANALYSIS = (head_analysis.token_scores, head_analysis.syntax, head_analysis.vector_norms, head_analysis.pruning)
+MODULES += (*HEAD_ANALYSIS, head_analysis.selection, training, gradients, pre, display, measure)
 MODULES += (sinks, gates, norms, mla, linear_attention, differential, kv_cache)
 MODULES += (lm_model, lm_corpus, lm_train)
 WIDGET_MODULES = tuple(
@@ -94,8 +94,8 @@ G = np.random.default_rng(2)
 S = np.array([3.0, 2.0, 1.0])
 ROWS = [{"relation": "det", "direction": "dependent->head", "layer": 0, "head": hi, "accuracy": 0.5} for hi in (0, 1)]
 SIM = np.eye(4) + 0.1
-SCORES = {k: np.full((2, 3), 0.3) for k in headscores.SCORES}
-BASELINE = headscores.uniform_baseline([5, 6])
+SCORES = {k: np.full((2, 3), 0.3) for k in head_analysis.SCORES}
+BASELINE = head_analysis.uniform_baseline([5, 6])
 QKN = norms.QKNorm(q_weight=np.full(4, 0.9), k_weight=np.full(4, 1.1), eps=1e-6)
 MLAP = mla.init_mla_params(8, 2, 4, 2, seed=0)
 MLA_FIELDS = {f: getattr(MLAP, f) for f in ("w_dkv", "w_uk", "w_uv", "w_kr", "w_q", "w_qr", "w_o", "h")}
@@ -179,34 +179,34 @@ VALID: dict[Callable, dict] = {
     circuits.previous_token_score: {"attention": A, "all_rows": False},
     circuits.duplicate_token_score: {"attention": A, "k": 2, "start": 1, "all_rows": False},
     circuits.induction_score: {"attention": A, "k": 2, "start": 0, "all_rows": True},
-    headscores.previous_token: {"w": A},
-    headscores.next_token: {"w": A},
-    headscores.same_token: {"w": A},
-    headscores.first_token: {"w": A},
-    headscores.last_token: {"w": A},
-    headscores.entropy: {"w": A},
-    headscores.corpus_scores: {"weights": [A, A[..., :4, :4]]},
-    headscores.uniform_baseline: {"lengths": [5, 6]},
-    headscores.heads_above: {"score": np.eye(2), "threshold": 0.5},
-    headscores.compare_with_clark: {"scores": SCORES, "baseline": BASELINE, "threshold": 0.5, "little": 0.25},
-    headscores.word_groups: {"word_ids": [None, 0, 0, 1, None]},
-    headscores.word_attention: {
+    head_analysis.previous_token: {"w": A},
+    head_analysis.next_token: {"w": A},
+    head_analysis.same_token: {"w": A},
+    head_analysis.first_token: {"w": A},
+    head_analysis.last_token: {"w": A},
+    head_analysis.entropy: {"w": A},
+    head_analysis.corpus_scores: {"weights": [A, A[..., :4, :4]]},
+    head_analysis.uniform_baseline: {"lengths": [5, 6]},
+    head_analysis.heads_above: {"score": np.eye(2), "threshold": 0.5},
+    head_analysis.compare_with_clark: {"scores": SCORES, "baseline": BASELINE, "threshold": 0.5, "little": 0.25},
+    head_analysis.word_groups: {"word_ids": [None, 0, 0, 1, None]},
+    head_analysis.word_attention: {
         "weights": A[..., :5, :5] / A[..., :5, :5].sum(-1, keepdims=True),
         "word_ids": [None, 0, 0, 1, None],
     },  # fmt: skip
-    headscores.most_attended: {"word_weights": A, "candidates": np.array([0, 1, 1, 0, 1, 0], bool)},
-    headscores.relation_accuracy: {"predicted": [np.array([1, 2, 0])], "arcs": [[(0, 1), (1, 2)]]},
-    headscores.offset_baseline: {"candidates": [np.ones(4, bool)], "arcs": [[(0, 1)]], "offsets": (-1, 1)},
-    headscores.best_heads: {"rows": ROWS},
-    headscores.relation_grid: {"rows": ROWS, "relation": "det", "direction": "dependent->head"},
-    headscores.value_norms: {"x": X, "params": P},
-    headscores.norm_weighted: {"weights": A, "norms": np.ones((2, 6))},
-    headscores.retrieval_accuracy: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
-    headscores.retrieval_margin: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
-    headscores.head_outputs: {"x": X, "params": P, "mask": None},
-    headscores.ablate_heads: {"params": P, "heads": [1], "means": np.ones((2, 4))},
-    headscores.prune_order: {"importance": {"accuracy_drop": np.eye(2), "margin_drop": np.eye(2)}},
-    headscores.load_paraphrases: {"path": None},
+    head_analysis.most_attended: {"word_weights": A, "candidates": np.array([0, 1, 1, 0, 1, 0], bool)},
+    head_analysis.relation_accuracy: {"predicted": [np.array([1, 2, 0])], "arcs": [[(0, 1), (1, 2)]]},
+    head_analysis.offset_baseline: {"candidates": [np.ones(4, bool)], "arcs": [[(0, 1)]], "offsets": (-1, 1)},
+    head_analysis.best_heads: {"rows": ROWS},
+    head_analysis.relation_grid: {"rows": ROWS, "relation": "det", "direction": "dependent->head"},
+    head_analysis.value_norms: {"x": X, "params": P},
+    head_analysis.norm_weighted: {"weights": A, "norms": np.ones((2, 6))},
+    head_analysis.retrieval_accuracy: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
+    head_analysis.retrieval_margin: {"similarity": SIM, "partner": np.array([1, 0, 3, 2])},
+    head_analysis.head_outputs: {"x": X, "params": P, "mask": None},
+    head_analysis.ablate_heads: {"params": P, "heads": [1], "means": np.ones((2, 4))},
+    head_analysis.prune_order: {"importance": {"accuracy_drop": np.eye(2), "margin_drop": np.eye(2)}},
+    head_analysis.load_paraphrases: {"path": None},
     training.make_batch: {"task": "induction", "rng": G, "batch": 2, "n": 10, "vocab": 5},
     training.cross_entropy: {"logits": X, "targets": np.ones((2, 5), int), "weights": np.ones((2, 5))},
     training.check_config: {"task": "two_lookups", "h": 2, "seed": 0, "layers": 1, "sizes": {"steps": 2}},
@@ -348,13 +348,13 @@ _, CACHE = gradients.forward(X, X, X, P, None)
 T_MODEL = training.init_model("two_lookups", 2, 1, 8, 6, 5, np.random.default_rng(0))
 T_TOKENS = np.array([[0, 1, 2, 3, 4, 0], [4, 3, 2, 1, 0, 1]])
 MINILM = pre.load_minilm()
-SENTENCES = headscores.load_relations()
+SENTENCES = head_analysis.load_relations()
 COREF = [s for s in SENTENCES if s.arcs["coref"]][:2]
 TWO = [*COREF, *(s for s in SENTENCES if s.arcs["det"])][:3]
-MAPS = headscores.word_maps(MINILM, TWO)
+MAPS = head_analysis.word_maps(MINILM, TWO)
 TEXTS = ["The cat sat.", "A dog ran home."]
 IDS, LENGTHS, _ = MINILM.tokenize(TEXTS)
-PAIRS = [(p.sentence, p.paraphrase) for p in headscores.load_paraphrases()[:3]]
+PAIRS = [(p.sentence, p.paraphrase) for p in head_analysis.load_paraphrases()[:3]]
 LM_TC2 = lm_train.TrainConfig(steps=2, batch=2, warmup=1, eval_every=1, eval_batches=1)
 LM_IDS = np.arange(40) % 7
 LM_VOCAB7 = lm_corpus.Vocab("abcdefg")
@@ -384,24 +384,24 @@ VALID |= {
         "steps": 2,
         "batch": 2,
     },  # fmt: skip
-    headscores.word_maps: {"model": MINILM, "sentences": TWO},
-    headscores.relation_table: {"model": MINILM, "sentences": TWO, "directions": ("dependent->head",), "maps": MAPS},
-    headscores.antecedent_baselines: {"sentences": COREF},
-    headscores.sink_scores: {"model": MINILM, "sentences": TEXTS},
-    headscores.load_relations: {"path": None},
-    headscores.ablated_model: {"model": MINILM, "heads": [(0, 1)], "means": None},
-    headscores.head_importance: {"model": MINILM, "pairs": PAIRS, "mode": "zero", "heads": [(0, 1), (5, 2)]},
-    headscores.prune_curve: {
+    head_analysis.word_maps: {"model": MINILM, "sentences": TWO},
+    head_analysis.relation_table: {"model": MINILM, "sentences": TWO, "directions": ("dependent->head",), "maps": MAPS},
+    head_analysis.antecedent_baselines: {"sentences": COREF},
+    head_analysis.sink_scores: {"model": MINILM, "sentences": TEXTS},
+    head_analysis.load_relations: {"path": None},
+    head_analysis.ablated_model: {"model": MINILM, "heads": [(0, 1)], "means": None},
+    head_analysis.head_importance: {"model": MINILM, "pairs": PAIRS, "mode": "zero", "heads": [(0, 1), (5, 2)]},
+    head_analysis.prune_curve: {
         "model": MINILM,
         "pairs": PAIRS,
         "mode": "mean",
         "order": [(li, hi) for li in range(6) for hi in range(12)],
         "counts": [0, 3],
     },  # fmt: skip
-    headscores.pruning_reference: {},
-    headselect.wilson_interval: {"hits": 3, "n": 10, "z": 1.96},
-    headselect.arc_hits: {"maps": MAPS, "sentences": TWO, "relation": "det"},
-    headselect.held_out_selection: {"maps": MAPS, "sentences": TWO, "relation": "det", "seed": 0, "n_boot": 20},
+    head_analysis.pruning_reference: {},
+    head_analysis.wilson_interval: {"hits": 3, "n": 10, "z": 1.96},
+    head_analysis.arc_hits: {"maps": MAPS, "sentences": TWO, "relation": "det"},
+    head_analysis.held_out_selection: {"maps": MAPS, "sentences": TWO, "relation": "det", "seed": 0, "n_boot": 20},
     measure.peak_bytes: {"fn": attention.causal_mask, "n": 4},
     pre.load_minilm: {"dtype": np.float32},
     pre.head_ablation: {"model": MINILM, "sentences": TEXTS[:1]},
@@ -466,9 +466,9 @@ LEFT_OUT = {
     ],
     "formats a trainer's own counters for display (tests/test_lm's CLI run)": [lm_train.progress_line],
     "runs all 144 single-head ablations twice, minutes (its pieces head_importance, prune_order and prune_curve "
-    "are swept)": [headscores.pruning_results],
+    "are swept)": [head_analysis.pruning_results],
     "records (dataclasses without checks of their own, built by the functions that return them)": [
-        headscores.Annotated, headscores.Paraphrase, training.Batch, training.Model, training.Checkpoint,
+        head_analysis.Annotated, head_analysis.Paraphrase, training.Batch, training.Model, training.Checkpoint,
         training.TrainResult, gradients.Cache, pre.ModelNotInstalledError, pre.MiniLM, circuits.InductionModel,
         *WIDGET_RECORDS,
     ],

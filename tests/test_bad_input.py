@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import mha_lesson as m
-from mha_lesson import gradients, headscores, training
+from mha_lesson import gradients, head_analysis, training
 from mha_lesson.cost import attention_memory_bytes, flop_count, param_count
 from mha_lesson.rope import rope
 
@@ -106,12 +106,12 @@ BAD = {
     "memory n_kv": ("n_kv", lambda: attention_memory_bytes(4, 2.5, 2)),
     # The caller's argument, not the one an internal check would have blamed.
     "rope zero-width x": ("x", lambda: rope(X[..., :0])),
-    "heads_above 3-D score": ("score", lambda: headscores.heads_above(np.eye(2)[None], 0.5)),
-    "relation_accuracy no sentences": ("predicted", lambda: headscores.relation_accuracy([], [[(0, 1)]])),
-    "offset_baseline no sentences": ("candidates", lambda: headscores.offset_baseline([], [[(0, 1)]])),
+    "heads_above 3-D score": ("score", lambda: head_analysis.heads_above(np.eye(2)[None], 0.5)),
+    "relation_accuracy no sentences": ("predicted", lambda: head_analysis.relation_accuracy([], [[(0, 1)]])),
+    "offset_baseline no sentences": ("candidates", lambda: head_analysis.offset_baseline([], [[(0, 1)]])),
     "relation_accuracy arcs per sentence": (
         "arcs",
-        lambda: headscores.relation_accuracy([np.array([1, 0])] * 2, [[(0, 1)]]),
+        lambda: head_analysis.relation_accuracy([np.array([1, 0])] * 2, [[(0, 1)]]),
     ),
     "cross_entropy empty vocabulary": (
         "logits",

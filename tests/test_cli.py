@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks import __main__ as bench
 from mha_lesson.aids import flashcards
-from mha_lesson.bench import __main__ as bench
 
-PACKAGE = Path(__file__).resolve().parents[1] / "mha_lesson"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE, BENCH = ROOT / "mha_lesson", ROOT / "benchmarks"
 # Benchmark modules, read off the folder (independently of the dispatcher's own discovery).
-BENCHMARKS = sorted(p.stem for p in (PACKAGE / "bench").glob("*.py") if not p.stem.startswith("_"))
+BENCHMARKS = sorted(p.stem for p in BENCH.glob("*.py") if not p.stem.startswith("_"))
 
 
 def _has_main_block(path: Path) -> bool:
@@ -31,11 +32,11 @@ def _has_main_block(path: Path) -> bool:
 
 def _module(path: Path) -> str:
     """mha_lesson/aids/flashcards.py -> mha_lesson.aids.flashcards; a package's __main__.py -> the package."""
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__main__" else parts)
 
 
-ENTRY_POINTS = sorted(_module(p) for p in PACKAGE.rglob("*.py") if _has_main_block(p))
+ENTRY_POINTS = sorted(_module(p) for folder in (PACKAGE, BENCH) for p in folder.rglob("*.py") if _has_main_block(p))
 
 
 def run_module(module: str, args: list[str], cwd: Path, monkeypatch) -> int:
@@ -52,7 +53,7 @@ def run_module(module: str, args: list[str], cwd: Path, monkeypatch) -> int:
 
 
 def test_the_entry_points_found_include_the_known_ones():
-    assert {"mha_lesson.aids.flashcards", "mha_lesson.aids.export_html", "mha_lesson.bench"} <= set(ENTRY_POINTS)
+    assert {"mha_lesson.aids.flashcards", "mha_lesson.aids.export_html", "benchmarks"} <= set(ENTRY_POINTS)
     assert {"core", "minilm", "widgets"} <= set(BENCHMARKS)
 
 
@@ -109,7 +110,7 @@ def test_every_benchmark_has_its_own_help(name, capsys):
     with pytest.raises(SystemExit) as exit_:
         bench.main([name, "--help"])
     assert exit_.value.code == 0
-    assert capsys.readouterr().out.startswith(f"usage: python -m mha_lesson.bench {name}")
+    assert capsys.readouterr().out.startswith(f"usage: python -m benchmarks {name}")
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
@@ -124,7 +125,7 @@ def test_options_without_a_name_go_to_core(capsys):
     with pytest.raises(SystemExit) as exit_:
         bench.main(["--repeats", "x"])  # core's parser reads it (and refuses the value)
     assert exit_.value.code == 2
-    assert "python -m mha_lesson.bench core: error: argument --repeats" in capsys.readouterr().err
+    assert "python -m benchmarks core: error: argument --repeats" in capsys.readouterr().err
 
 
 def test_flashcards_writes_the_named_file_and_reports_a_missing_deck(tmp_path, capsys):

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from mha_lesson import headscores, pretrained
+from mha_lesson import head_analysis, pretrained
 from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson15 as ex
 
@@ -76,7 +76,7 @@ def test_bad_entropy_input_says_what_was_expected_and_what_arrived():
 @pytest.fixture(scope="module")
 def minilm_scores(minilm):
     runs = minilm.attentions_many(pretrained.corpus())
-    return headscores.corpus_scores([w for _, w in runs]), headscores.uniform_baseline([len(t) for t, _ in runs])
+    return head_analysis.corpus_scores([w for _, w in runs]), head_analysis.uniform_baseline([len(t) for t, _ in runs])
 
 
 def test_the_mystery_head_has_one_name_on_the_real_model(minilm_scores):
@@ -103,8 +103,8 @@ def test_syntax_or_next_word_reads_the_arcs_whose_noun_is_further_away():
 def test_the_syntax_answer_on_the_real_model(minilm):
     from mha_lesson.demos import real_heads
 
-    sentences = headscores.load_relations()
+    sentences = head_analysis.load_relations()
     split = real_heads.next_word_split(
-        headscores.word_maps(minilm, sentences), sentences, ex.SYNTAX_RELATION, *ex.SYNTAX_HEAD
+        head_analysis.word_maps(minilm, sentences), sentences, ex.SYNTAX_RELATION, *ex.SYNTAX_HEAD
     )
     assert ex.check_syntax_or_next_word("syntax", split) and not ex.check_syntax_or_next_word("next word", split)

@@ -6,7 +6,7 @@ results to confirm the answers the solutions give.
 
 import numpy as np
 
-from mha_lesson import headscores
+from mha_lesson import head_analysis
 from mha_lesson.exercises import lesson16 as ex
 
 
@@ -70,12 +70,12 @@ def test_sink_reading():
 
 
 def test_the_answers_on_the_real_model(minilm):
-    ref = headscores.pruning_reference()
-    n = 2 * len(headscores.load_paraphrases())
+    ref = head_analysis.pruning_reference()
+    n = 2 * len(head_analysis.load_paraphrases())
     assert ex.SYNTAX_HEAD in ex.harmless_heads(ref)  # the solution's remark: the determiner head is not needed
     assert "lesson 15's determiner head" in ex.check_prune_first(ex.SYNTAX_HEAD, ref, n).message
     assert not ex.check_prune_first((5, 8), ref, n)  # the last head the pruning order removes
-    sinks = headscores.sink_scores(minilm)
+    sinks = head_analysis.sink_scores(minilm)
     layer, head = ex.sink_head(sinks)
     assert sinks["attention"]["[CLS]"][layer, head] > 0.5 > sinks["value-norm"]["[CLS]"][layer, head]
     assert ex.check_sink_reading("b", sinks)

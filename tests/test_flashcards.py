@@ -344,11 +344,11 @@ def test_command_line_exports_the_deck(tmp_path, capsys):
 
 
 def test_lesson_12_cards():
-    from mha_lesson import headscores
+    from mha_lesson import head_analysis
 
     n = 8
-    assert headscores.entropy(np.full((n, n), 1 / n))[0] == pytest.approx(math.log(n))
-    assert headscores.entropy(np.eye(n)).tolist() == [0.0] * n
+    assert head_analysis.entropy(np.full((n, n), 1 / n))[0] == pytest.approx(math.log(n))
+    assert head_analysis.entropy(np.eye(n)).tolist() == [0.0] * n
     assert "0 when all weight is on one key, ln n when it is spread evenly over n keys" in answer("entropy of an")
     params = mha.init_params(8, 2, seed=0)
     off = params.without_heads([1])

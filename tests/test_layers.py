@@ -1,4 +1,4 @@
-"""The package's layers: the numpy library at the root, then demos and aids, plots, widgets, exercises and bench.
+"""The package's layers: the numpy library (root, lm/, head_analysis/), then demos and aids, plots, widgets, exercises.
 
 Every module's imports are read from its syntax tree (nothing is imported), resolved to the layer they reach,
 and checked against what its own layer may use. The README's Layout section must name exactly these folders.
@@ -14,13 +14,19 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mha_lesson"
 SUBPACKAGES = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
 
-# What each layer must never import. "root" is every module directly in mha_lesson/.
+# What each layer must never import. "root" is every module directly in mha_lesson/; lm/ and head_analysis/ are
+# the library's own sub-packages, held to the root's rule.
+ABOVE_THE_LIBRARY = {"demos", "aids", "plots", "widgets", "exercises"}
 FORBIDDEN = {
-    "root": {"demos", "aids", "plots", "widgets", "exercises", "bench"},
-    "demos": {"aids", "plots", "widgets", "exercises", "bench"},
-    "aids": {"plots", "widgets", "exercises", "bench"},
-    "plots": {"widgets", "exercises", "bench"},
+    "root": ABOVE_THE_LIBRARY,
+    "lm": ABOVE_THE_LIBRARY,
+    "head_analysis": ABOVE_THE_LIBRARY,
+    "demos": {"aids", "plots", "widgets", "exercises"},
+    "aids": {"plots", "widgets", "exercises"},
+    "plots": {"widgets", "exercises"},
 }
+# Outside the package a learner installs: nothing in it may import these.
+OUTSIDE = ("benchmarks", "tests")
 
 
 def layer_of(module: str) -> str:
@@ -49,7 +55,7 @@ def imported_modules(path: Path) -> set[str]:
                 base = ".".join([*anchor, base] if base else anchor)
             # `from .. import plots` reaches the subpackage named, not just the package.
             found |= {base} | {f"{base}.{alias.name}" for alias in node.names}
-    return {name for name in found if name.split(".")[0] == "mha_lesson"}
+    return {name for name in found if name.split(".")[0] in ("mha_lesson", *OUTSIDE)}
 
 
 def test_layer_of_and_resolution():
@@ -58,6 +64,8 @@ def test_layer_of_and_resolution():
     assert module_name(PACKAGE / "demos" / "toy.py") == "mha_lesson.demos.toy"
     assert "mha_lesson.attention" in imported_modules(PACKAGE / "demos" / "toy.py")
     assert "mha_lesson.demos.toy" in imported_modules(PACKAGE / "demos" / "connections.py")
+    assert layer_of("mha_lesson.head_analysis.syntax") == "head_analysis"
+    assert "mha_lesson.head_analysis.syntax" in imported_modules(PACKAGE / "head_analysis" / "selection.py")
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -65,7 +73,13 @@ def test_module_imports_respect_its_layer(path):
     own = layer_of(module_name(path)) if path.parent != PACKAGE else "root"
     reached = {name: layer_of(name) for name in imported_modules(path)}
     bad = {name for name, layer in reached.items() if layer in FORBIDDEN.get(own, set())}
+    bad |= {name for name in reached if name.split(".")[0] in OUTSIDE}
     assert not bad, f"{path.relative_to(ROOT)} ({own} layer) imports {sorted(bad)}"
+
+
+def test_every_subpackage_has_a_rule_or_is_the_top():
+    # A new sub-package must say what it may not import; widgets and exercises sit on top of everything.
+    assert set(SUBPACKAGES) - set(FORBIDDEN) == {"widgets", "exercises"}
 
 
 def test_readme_layout_names_every_subpackage():

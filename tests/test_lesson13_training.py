@@ -311,7 +311,8 @@ def test_plateau_frames_record_the_heads_of_one_uninterrupted_run():
     trainer = training.Trainer("two_lookups", h=2, seed=0)
     trainer.run(40)
     np.testing.assert_array_equal(frames.attention[1], trainer.attention()[0])
-    np.testing.assert_allclose(frames.masses[1], lesson.offset_masses(trainer)[0])
+    # float32 means of a forward pass that BLAS may split differently between runs: equal to a few ulps, not bits
+    np.testing.assert_allclose(frames.masses[1], lesson.offset_masses(trainer)[0], rtol=1e-6)
     with pytest.raises(ValueError, match="^steps:"):
         lesson.plateau_frames(steps=(0, 40, 40))
 

@@ -10,7 +10,7 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from mha_lesson import headscores
+from mha_lesson import head_analysis
 from mha_lesson.demos import real_heads as rh
 from mha_lesson.plots import real_heads as plots
 from mha_lesson.widgets import head_browser as hb
@@ -54,9 +54,9 @@ def test_compare_relations_takes_the_strongest_baseline_and_a_stated_threshold()
     assert "**Where it has none:** pronoun → antecedent (+5 points)" in text
 
 
-def tiny_sentence() -> headscores.Annotated:
+def tiny_sentence() -> head_analysis.Annotated:
     """'The old man sleeps .': det The -> man (two words away), amod old -> man (next word)."""
-    return headscores.Annotated(
+    return head_analysis.Annotated(
         text="The old man sleeps.", words=("The", "old", "man", "sleeps", "."),
         upos=("DET", "ADJ", "NOUN", "VERB", "PUNCT"),
         arcs={"det": ((0, 2),), "amod": ((1, 2),), "nsubj": ((2, 3),)},
@@ -95,10 +95,10 @@ def test_frame_cells_and_the_relation_grids_frame_the_best_head():
 
 @pytest.fixture(scope="module")
 def section7(minilm):
-    relations = headscores.load_relations()
-    maps = headscores.word_maps(minilm, relations)
-    rows = headscores.relation_table(minilm, relations, maps=maps)
-    compared = rh.compare_relations(headscores.best_heads(rows), headscores.antecedent_baselines(relations))
+    relations = head_analysis.load_relations()
+    maps = head_analysis.word_maps(minilm, relations)
+    rows = head_analysis.relation_table(minilm, relations, maps=maps)
+    compared = rh.compare_relations(head_analysis.best_heads(rows), head_analysis.antecedent_baselines(relations))
     return relations, maps, rows, {r["relation"]: r for r in compared}
 
 
@@ -133,12 +133,12 @@ def test_the_coreference_head_on_the_plumber_sentence(minilm, section7):
     head = (compared["coref"]["layer"], compared["coref"]["head"])
     pronoun, antecedent = relations[k].arcs["coref"][0]
     pieces, weights = minilm.attentions(PLUMBER)
-    groups = headscores.word_groups(minilm.word_ids([PLUMBER])[0])
+    groups = head_analysis.word_groups(minilm.word_ids([PLUMBER])[0])
     (row_,), cols = groups[pronoun + 1], groups[antecedent + 1]
     assert [pieces[c] for c in cols] == ["plum", "##ber"]  # the figure's point: a word split into pieces
     assert maps[k][head][pronoun + 1, antecedent + 1] == pytest.approx(weights[head][row_, cols].sum(), abs=1e-5)
     candidates = np.array([False, *(u != "PUNCT" for u in relations[k].upos), False])
-    assert headscores.most_attended(maps[k][head], candidates)[pronoun + 1] == antecedent + 1  # the frame is a hit
+    assert head_analysis.most_attended(maps[k][head], candidates)[pronoun + 1] == antecedent + 1  # the frame is a hit
 
 
 def test_head_2_8_finds_nouns_beyond_the_next_word_but_subjects_mostly_next(section7):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from mha_lesson import headscores
+from mha_lesson import head_analysis
 from mha_lesson.demos import real_heads as rh
 from mha_lesson.plots import real_heads as plots
 
@@ -25,9 +25,9 @@ def test_heads_within_counts_every_point_up_to_the_first_drop():
 
 def test_word_overlap_retrieval_by_hand():
     pairs = [
-        headscores.Paraphrase("a", "the cat sat", "a cat sat down"),
-        headscores.Paraphrase("a", "dogs bark loudly", "the dogs bark"),
-        headscores.Paraphrase("b", "rain falls", "snow melts"),
+        head_analysis.Paraphrase("a", "the cat sat", "a cat sat down"),
+        head_analysis.Paraphrase("a", "dogs bark loudly", "the dogs bark"),
+        head_analysis.Paraphrase("b", "rain falls", "snow melts"),
     ]
     # the cat sat / a cat sat down: 2 shared of 5 words; dogs bark loudly / the dogs bark: 2 of 4. "rain falls" and
     # "snow melts" share no word with anything: a tie at 0, which retrieval breaks toward sentence 0, so both miss.
@@ -48,7 +48,7 @@ def test_role_swaps_share_their_words_and_the_bag_of_words_cannot_tell_them_apar
 
 def test_the_order_gap_needs_the_heads(minilm):
     swaps = rh.load_role_swaps()
-    ref = headscores.pruning_reference()
+    ref = head_analysis.pruning_reference()
     order = [tuple(int(i) for i in o) for o in ref["order_zero"]]
     gaps = rh.order_gap_curve(minilm, swaps, order, [0, 36, 72])
     assert gaps[0] == pytest.approx(rh.order_scores(minilm, swaps)["gap"], rel=1e-4)
@@ -69,11 +69,11 @@ def test_load_role_swaps_names_a_bad_file(tmp_path):
 
 
 def test_the_pruning_reading():
-    ref = headscores.pruning_reference()
-    n_sentences = 2 * len(headscores.load_paraphrases())
+    ref = head_analysis.pruning_reference()
+    n_sentences = 2 * len(head_analysis.load_paraphrases())
     summary = rh.pruning_summary(ref, n_sentences)
-    for mode in headscores.MODES:  # "only a few heads cost a sentence, all in the last layer"
-        costly = headscores.heads_above(ref[f"accuracy_drop_{mode}"], 0)
+    for mode in head_analysis.MODES:  # "only a few heads cost a sentence, all in the last layer"
+        costly = head_analysis.heads_above(ref[f"accuracy_drop_{mode}"], 0)
         assert 0 < len(costly) <= 6 and {li for li, _ in costly} == {5}
         assert summary[mode]["within"] >= summary["n_heads"] // 2  # "most heads can go"
         assert summary[mode]["no_heads"] >= summary["intact"] - 0.03  # the task hardly needs the heads
@@ -85,7 +85,7 @@ def test_the_pruning_reading():
 
 
 def test_the_live_check_recomputes_the_head_ranked_most_important():
-    ref = headscores.pruning_reference()
+    ref = head_analysis.pruning_reference()
     li, hi = (int(i) for i in ref["order_zero"][-1])
     assert ref["accuracy_drop_zero"][li, hi] == ref["accuracy_drop_zero"].max()  # "the one ranked most important"
 
@@ -94,7 +94,7 @@ def test_the_live_check_recomputes_the_head_ranked_most_important():
 
 
 def test_value_norm_weighting_empties_the_cls_sinks(minilm):
-    sinks = headscores.sink_scores(minilm)
+    sinks = head_analysis.sink_scores(minilm)
     s = rh.sink_summary(sinks)
     assert (s["[CLS] value-norm"] < s["[CLS] attention"]).all()
     assert s["sinks attention"] > 20 and s["sinks value-norm"] == 0

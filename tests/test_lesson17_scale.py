@@ -286,7 +286,7 @@ def test_gqa_retrieval_recomputes_the_shipped_numbers(minilm):
     np.testing.assert_allclose(got["accuracy"], shipped["accuracy"], atol=1 / 212 + 1e-9)
     np.testing.assert_allclose(got["margin"], shipped["margin"], atol=1e-4)
     np.testing.assert_allclose(got["cosine"], shipped["cosine"], atol=1e-4)
-    intact = sc.headscores.pruning_reference()
+    intact = sc.head_analysis.pruning_reference()
     assert got["accuracy"][0] == pytest.approx(float(intact["intact_accuracy"]))
     assert got["margin"][0] == pytest.approx(float(intact["intact_margin"]), abs=1e-5)
     assert got["cosine"][0] == pytest.approx(1.0, abs=1e-5) and np.all(np.diff(shipped["margin"]) < 0)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import mha_lesson as mha
-from mha_lesson import headscores
+from mha_lesson import head_analysis
 from mha_lesson.demos import today as td
 from mha_lesson.widgets import today as wt
 
@@ -93,7 +93,7 @@ def test_latent_minilm_at_full_rank_equals_minilm(minilm):
 
 
 def test_regeneration_script_reproduces_a_shipped_sample(minilm):
-    pairs = headscores.load_paraphrases()
+    pairs = head_analysis.load_paraphrases()
     got = td.latent_retrieval(minilm, (64,), pairs)
     ref = td.mla_reference()
     i = list(ref["d_c"]).index(64)

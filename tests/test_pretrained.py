@@ -173,7 +173,7 @@ def test_lessons_without_the_model_stop_at_their_load_cell_with_the_install_comm
 
 
 def test_head_view_is_one_slice_of_attentions(minilm):
-    from mha_lesson import headscores
+    from mha_lesson import head_analysis
     from mha_lesson.widgets.head_browser import head_view
 
     text = "She said she would come."
@@ -181,7 +181,7 @@ def test_head_view_is_one_slice_of_attentions(minilm):
     view = head_view(text, 1, 8, minilm)
     assert view["tokens"] == tokens
     np.testing.assert_array_equal(view["weights"], weights[1, 8])
-    assert view["scores"]["next"] == pytest.approx(float(headscores.next_token(weights[1, 8]).mean()))
+    assert view["scores"]["next"] == pytest.approx(float(head_analysis.next_token(weights[1, 8]).mean()))
     with pytest.raises(ValueError, match="text: expected a sentence"):
         head_view("   ", 0, 0, minilm)
     with pytest.raises(ValueError, match="at most 40 word pieces"):
@@ -257,10 +257,10 @@ def test_load_minilm_refuses_float16_and_integer_dtypes_naming_dtype(dtype, why)
 
 
 def test_head_importance_refuses_strings_as_pairs(minilm):
-    from mha_lesson import headscores
+    from mha_lesson import head_analysis
 
     with pytest.raises(ValueError, match="^pairs: expected every pair to be a tuple .*not a string"):
-        headscores.head_importance(minilm, pairs=["ab", "cd"])
+        head_analysis.head_importance(minilm, pairs=["ab", "cd"])
 
 
 def test_mean_pool_refuses_lengths_beyond_n():

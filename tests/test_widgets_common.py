@@ -13,7 +13,7 @@ import psutil
 import pytest
 from PIL import Image
 
-from mha_lesson.bench.widgets import all_explorers, neighbour
+from benchmarks.widgets import all_explorers, neighbour
 from mha_lesson.plots import style
 from mha_lesson.widgets._base import encode_png, neighbours
 

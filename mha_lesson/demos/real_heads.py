@@ -1,6 +1,6 @@
 """Lesson 15 (Real heads): what the lesson reads off MiniLM's syntax, co-reference, pruning and value-norm numbers.
 
-The measurements are library code (mha_lesson.headscores). This module holds what only the lesson needs: Clark et
+The measurements are library code (mha_lesson.head_analysis). This module holds what only the lesson needs: Clark et
 al.'s (2019) published numbers to set beside ours, the verdicts the lesson prints (each follows from the numbers
 and a threshold stated in it), a split of one head's hits by whether the gold head is the next word, the gold arcs
 of an annotated sentence as word-piece cells (for the head browser), the word-overlap yardstick for the paraphrase
@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import headscores, headselect
+from .. import head_analysis
 from .._blas import one_blas_thread
 from ..pretrained import MiniLM, l2_normalize, mean_pool
 
@@ -63,7 +63,7 @@ CLARK_PRONOUNS = "64% vs 29% (Table 2, pronouns: nearest mention)"
 
 def guideline(path: str | Path | None = None) -> str:
     """The annotation guideline: the comment lines at the top of a CoNLL-U file (default relations.conllu), as text."""
-    path = headscores.DATA / "relations.conllu" if path is None else Path(path)
+    path = head_analysis.DATA / "relations.conllu" if path is None else Path(path)
     lines = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.startswith("# ") or line.startswith(("# sent_id", "# text")):
@@ -75,7 +75,7 @@ def guideline(path: str | Path | None = None) -> str:
 
 
 def compare_relations(best: Sequence[Mapping], noun_baselines: Mapping[str, float], clear: float = CLEAR) -> list[dict]:
-    """Each relation's best head (rows of headscores.best_heads) against its strongest baseline, with a verdict.
+    """Each relation's best head (rows of head_analysis.best_heads) against its strongest baseline, with a verdict.
 
     The baseline is the best fixed offset; for co-reference also the noun baselines (antecedent_baselines), since
     an antecedent sits a clause away where no fixed offset reaches. Each dict: relation, label, layer, head,
@@ -92,7 +92,7 @@ def compare_relations(best: Sequence[Mapping], noun_baselines: Mapping[str, floa
         name, baseline = max(candidates.items(), key=lambda kv: kv[1])
         margin = row["accuracy"] - baseline
         out.append({
-            "relation": rel, "label": headscores.RELATION_LABELS[rel], "layer": row["layer"], "head": row["head"],
+            "relation": rel, "label": head_analysis.RELATION_LABELS[rel], "layer": row["layer"], "head": row["head"],
             "accuracy": row["accuracy"], "count": row["count"], "baseline": baseline, "baseline_name": name,
             "margin": margin, "clear": bool(margin >= clear), "clark": CLARK_BERT.get(rel),
         })  # fmt: skip
@@ -131,26 +131,26 @@ def relations_markdown(compared: Sequence[Mapping], clear: float = CLEAR) -> str
     return "\n".join(lines) + "\n\n" + verdict
 
 
-def _candidates(sentence: headscores.Annotated) -> np.ndarray:
+def _candidates(sentence: head_analysis.Annotated) -> np.ndarray:
     """(n_words + 2,) bool over [CLS], the words, [SEP]: the words a head may choose (as relation_table)."""
     return np.array([False, *(u != "PUNCT" for u in sentence.upos), False])
 
 
 def next_word_split(
-    maps: Sequence[np.ndarray], sentences: Sequence[headscores.Annotated], relation: str, layer: int, head: int
+    maps: Sequence[np.ndarray], sentences: Sequence[head_analysis.Annotated], relation: str, layer: int, head: int
 ) -> dict[str, tuple[int, int]]:
     """One head's hits on a relation, split by where the gold head is: {group: (hits, arcs)}.
 
     "next word": the gold head is the dependent's next word (punctuation skipped, as by the accuracy); "further
     away": anywhere else. A head that only looks at the next word scores 0 on the second group. maps are
-    headscores.word_maps of the sentences.
+    head_analysis.word_maps of the sentences.
     """
-    if relation not in headscores.RELATIONS:
-        raise ValueError(f"relation: expected one of {headscores.RELATIONS}, got {relation!r}")
+    if relation not in head_analysis.RELATIONS:
+        raise ValueError(f"relation: expected one of {head_analysis.RELATIONS}, got {relation!r}")
     counts = {"next word": [0, 0], "further away": [0, 0]}
     for m, s in zip(maps, sentences, strict=True):
         candidates = _candidates(s)
-        predicted = headscores.most_attended(m[layer, head], candidates)
+        predicted = head_analysis.most_attended(m[layer, head], candidates)
         positions = list(np.flatnonzero(candidates))
         for d, h in s.arcs[relation]:
             d, h = d + 1, h + 1  # word k is row k + 1 of a word map
@@ -162,9 +162,9 @@ def next_word_split(
 
 
 @functools.lru_cache(maxsize=1)
-def _annotated() -> dict[str, headscores.Annotated]:
+def _annotated() -> dict[str, head_analysis.Annotated]:
     """The shipped annotated sentences by their text (read once)."""
-    return {s.text: s for s in headscores.load_relations()}
+    return {s.text: s for s in head_analysis.load_relations()}
 
 
 def annotated_texts() -> list[str]:
@@ -178,12 +178,12 @@ def gold_piece_arcs(model: MiniLM, text: str, relation: str) -> list[tuple[list[
     Positions count [CLS] as 0, as in the model's attention maps, so row = dependent (query), column = head (key).
     None when text is not one of the annotated sentences (a typed sentence has no gold arcs).
     """
-    if relation not in headscores.RELATIONS:
-        raise ValueError(f"relation: expected one of {headscores.RELATIONS}, got {relation!r}")
+    if relation not in head_analysis.RELATIONS:
+        raise ValueError(f"relation: expected one of {head_analysis.RELATIONS}, got {relation!r}")
     sentence = _annotated().get(text.strip())
     if sentence is None:
         return None
-    groups = headscores.word_groups(model.word_ids([sentence.text])[0])  # [[0], word 0's pieces, ..., [SEP]]
+    groups = head_analysis.word_groups(model.word_ids([sentence.text])[0])  # [[0], word 0's pieces, ..., [SEP]]
     return [(groups[d + 1], groups[h + 1]) for d, h in sentence.arcs[relation]]
 
 
@@ -193,25 +193,25 @@ def arc_hits(model: MiniLM, text: str, relation: str, weights: np.ndarray) -> tu
     weights: that head's word-piece attention (n, n) on the text; a hit is an arc whose dependent's most-attended
     word (word_attention, then most_attended, as relation_table) is its gold head.
     """
-    if relation not in headscores.RELATIONS:
-        raise ValueError(f"relation: expected one of {headscores.RELATIONS}, got {relation!r}")
+    if relation not in head_analysis.RELATIONS:
+        raise ValueError(f"relation: expected one of {head_analysis.RELATIONS}, got {relation!r}")
     sentence = _annotated().get(text.strip())
     if sentence is None:
         return None
-    words = headscores.word_attention(weights, model.word_ids([sentence.text])[0])  # (n_words + 2, n_words + 2)
-    predicted = headscores.most_attended(words, _candidates(sentence))
+    words = head_analysis.word_attention(weights, model.word_ids([sentence.text])[0])  # (n_words + 2, n_words + 2)
+    predicted = head_analysis.most_attended(words, _candidates(sentence))
     arcs = sentence.arcs[relation]
     return sum(int(predicted[d + 1] == h + 1) for d, h in arcs), len(arcs)
 
 
-def word_overlap_accuracy(pairs: Sequence[headscores.Paraphrase] | None = None) -> float:
+def word_overlap_accuracy(pairs: Sequence[head_analysis.Paraphrase] | None = None) -> float:
     """Paraphrase retrieval with no model at all: similarity = shared words / all words of the two (Jaccard)."""
-    pairs = headscores.load_paraphrases() if pairs is None else list(pairs)
+    pairs = head_analysis.load_paraphrases() if pairs is None else list(pairs)
     sentences = [p.sentence for p in pairs] + [p.paraphrase for p in pairs]
     words = [set(re.findall(r"[a-z]+", s.lower())) for s in sentences]
     similarity = np.array([[len(a & b) / len(a | b) for b in words] for a in words])  # (2p, 2p)
     partner = np.concatenate([np.arange(len(pairs), 2 * len(pairs)), np.arange(len(pairs))])
-    return float(headscores.retrieval_accuracy(similarity, partner))
+    return float(head_analysis.retrieval_accuracy(similarity, partner))
 
 
 def heads_within(curve: np.ndarray, intact: float, tolerance: float) -> int:
@@ -224,14 +224,14 @@ def heads_within(curve: np.ndarray, intact: float, tolerance: float) -> int:
 def pruning_summary(ref: Mapping[str, np.ndarray], n_sentences: int, tolerance: float = 0.01) -> dict:
     """The numbers the lesson reads off pruning_reference(): per mode, and the controls that need no attention.
 
-    Returns intact, embedding and sentences (n_sentences), and per mode in headscores.MODES: within (heads that
+    Returns intact, embedding and sentences (n_sentences), and per mode in head_analysis.MODES: within (heads that
     can go within tolerance, see heads_within), worst (lowest accuracy on the curve), worst_lost (sentences lost
     there) and no_heads (every head off); plus spearman, the rank correlation of the two modes' margin drops.
     """
     intact = float(ref["intact_accuracy"])
     out: dict = {"intact": intact, "embedding": float(ref["embedding_accuracy"]), "sentences": n_sentences,
                  "tolerance": tolerance, "n_heads": int(np.asarray(ref["accuracy_drop_zero"]).size)}  # fmt: skip
-    for mode in headscores.MODES:
+    for mode in head_analysis.MODES:
         curve = np.asarray(ref[f"curve_{mode}"])
         out[mode] = {
             "within": heads_within(curve, intact, tolerance),
@@ -240,7 +240,7 @@ def pruning_summary(ref: Mapping[str, np.ndarray], n_sentences: int, tolerance: 
             "no_heads": float(ref[f"no_heads_accuracy_{mode}"]),
         }
     # Spearman's rank correlation (no ties in practice): how far the two ablations agree on which heads matter.
-    ranks = [np.argsort(np.argsort(np.ravel(ref[f"margin_drop_{m}"]))) for m in headscores.MODES]
+    ranks = [np.argsort(np.argsort(np.ravel(ref[f"margin_drop_{m}"]))) for m in head_analysis.MODES]
     out["spearman"] = float(np.corrcoef(*ranks)[0, 1])
     return out
 
@@ -268,7 +268,7 @@ def pruning_markdown(summary: Mapping, word_overlap: float) -> str:
 def sink_summary(sinks: Mapping[str, Mapping], threshold: float = 0.5) -> dict:
     """Per layer (means over its heads): [CLS] and [SEP] shares both ways and ||v W^O|| of [CLS], [SEP] and others.
 
-    sinks is headscores.sink_scores' result. Also counts the heads above threshold on [CLS] either way.
+    sinks is head_analysis.sink_scores' result. Also counts the heads above threshold on [CLS] either way.
     """
     out = {
         f"{token} {way}": np.asarray(sinks[way][token]).mean(axis=1)
@@ -306,7 +306,7 @@ def sinks_markdown(summary: Mapping) -> str:
 
 
 def held_out_markdown(results: Sequence[Mapping]) -> str:
-    """A Markdown table of headselect.held_out_selection results: in-sample best, held-out head and baseline, lead."""
+    """A Markdown table of held_out_selection results: in-sample best, held-out head and baseline, lead."""
     lines = [
         "| relation | arcs | best head, in sample | held-out head [95% CI] | held-out baseline | lead [95% CI] "
         "| survives |",
@@ -315,7 +315,7 @@ def held_out_markdown(results: Sequence[Mapping]) -> str:
     for r in results:
         (a_lo, a_hi), (l_lo, l_hi) = r["accuracy_ci"], r["lead_ci"]
         lines.append(
-            f"| {headscores.RELATION_LABELS[r['relation']]} | {r['count']} | {r['in_sample']:.1%} | "
+            f"| {head_analysis.RELATION_LABELS[r['relation']]} | {r['count']} | {r['in_sample']:.1%} | "
             f"{r['accuracy']:.1%} [{a_lo:.0%}, {a_hi:.0%}] | {r['baseline']:.1%} | "
             f"{r['lead'] * 100:+.0f} [{l_lo * 100:+.0f}, {l_hi * 100:+.0f}] points | "
             f"{'yes' if r['survives'] else 'no'} |"
@@ -323,9 +323,9 @@ def held_out_markdown(results: Sequence[Mapping]) -> str:
     return "\n".join(lines)
 
 
-def held_out_all(maps: Sequence[np.ndarray], sentences: Sequence[headscores.Annotated], seed: int = 0) -> list[dict]:
-    """headselect.held_out_selection for every relation in headscores.RELATIONS, with one seed."""
-    return [headselect.held_out_selection(maps, sentences, rel, seed=seed) for rel in headscores.RELATIONS]
+def held_out_all(maps: Sequence[np.ndarray], sentences: Sequence[head_analysis.Annotated], seed: int = 0) -> list[dict]:
+    """head_analysis.held_out_selection for every relation in head_analysis.RELATIONS, with one seed."""
+    return [head_analysis.held_out_selection(maps, sentences, rel, seed=seed) for rel in head_analysis.RELATIONS]
 
 
 # Word order: a measure that needs attention (lesson 16) ---------------------------------------------------------
@@ -341,7 +341,7 @@ class RoleSwap(NamedTuple):
 
 def load_role_swaps(path: str | Path | None = None) -> list[RoleSwap]:
     """Rows of a tab-separated file (default: the shipped role_swaps.tsv) after its header; # starts a comment."""
-    path = headscores.DATA / "role_swaps.tsv" if path is None else Path(path)
+    path = head_analysis.DATA / "role_swaps.tsv" if path is None else Path(path)
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and line[0] != "#"]
     if not lines or lines[0].split("\t") != list(RoleSwap._fields):
         raise ValueError(f"{path.name}: expected the header {'<tab>'.join(RoleSwap._fields)}, got {lines[:1]}")
@@ -382,8 +382,8 @@ def order_gap_curve(
     """The order gap (order_scores' gap) with the first c heads of order switched off (zero-ablation), per c."""
     texts = [r.sentence for r in swaps] + [r.swapped for r in swaps]
     n, out = len(swaps), []
-    with one_blas_thread():  # on two busy cores one BLAS thread is the faster (as headscores' ablations)
+    with one_blas_thread():  # on two busy cores one BLAS thread is the faster (as head_analysis' ablations)
         for c in counts:
-            emb = headscores.ablated_model(model, [tuple(h) for h in order[: int(c)]]).encode(texts)
+            emb = head_analysis.ablated_model(model, [tuple(h) for h in order[: int(c)]]).encode(texts)
             out.append(float(np.mean(1 - np.sum(emb[:n] * emb[n:], axis=1))))
     return np.array(out)

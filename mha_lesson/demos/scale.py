@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import headscores, pretrained
+from .. import head_analysis, pretrained
 from .._blas import one_blas_thread
 from .._checks import as_float_array, check_kv_heads, check_positive_int
 from ..attention import causal_mask, scaled_dot_product_attention, softmax
@@ -314,20 +314,20 @@ def gqa_retrieval(
 ) -> dict[str, np.ndarray]:
     """Paraphrase retrieval of MiniLM pooled to each h_kv, with no further training: arrays over h_kvs.
 
-    accuracy and margin are headscores.retrieval_accuracy and retrieval_margin (lesson 16's metric) on every
+    accuracy and margin are head_analysis.retrieval_accuracy and retrieval_margin (lesson 16's metric) on every
     shipped pair (or `pairs`); cosine is the mean cosine between each sentence's embedding and the intact model's.
     """
-    pairs = headscores.load_paraphrases() if pairs is None else list(pairs)
+    pairs = head_analysis.load_paraphrases() if pairs is None else list(pairs)
     sentences = [p[-2] for p in pairs] + [p[-1] for p in pairs]
     partner = np.concatenate([np.arange(len(pairs), 2 * len(pairs)), np.arange(len(pairs))])
-    with one_blas_thread():  # faster than two threads on a busy machine, as headscores does
+    with one_blas_thread():  # faster than two threads on a busy machine, as head_analysis does
         intact = model.encode(sentences)
         out: dict[str, list[float]] = {"accuracy": [], "margin": [], "cosine": []}
         for h_kv in h_kvs:
             emb = intact if h_kv == model.h else pooled_minilm(model, h_kv).encode(sentences)
             sims = emb @ emb.T  # unit vectors: cosine similarities
-            out["accuracy"].append(float(headscores.retrieval_accuracy(sims, partner)))
-            out["margin"].append(float(headscores.retrieval_margin(sims, partner)))
+            out["accuracy"].append(float(head_analysis.retrieval_accuracy(sims, partner)))
+            out["margin"].append(float(head_analysis.retrieval_margin(sims, partner)))
             out["cosine"].append(float(np.mean(np.sum(emb * intact, axis=-1))))
     return {"h_kv": np.array(h_kvs), **{key: np.array(v) for key, v in out.items()}}
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import headscores, pretrained
+from .. import head_analysis, pretrained
 from .._blas import one_blas_thread
 from .._checks import check_positive_int
 from ..attention import causal_mask, sliding_window_mask, softmax
@@ -113,7 +113,7 @@ MLA_D_CS = (384, 256, 192, 128, 96, 64, 48, 32, 16)
 
 def latent_retrieval(model: pretrained.MiniLM, d_cs: Sequence[int] = MLA_D_CS, pairs: Sequence | None = None) -> dict:
     """Lesson 16's paraphrase retrieval of latent_minilm(model, d_c) for each d_c: accuracy, margin, cosine."""
-    pairs = headscores.load_paraphrases() if pairs is None else list(pairs)
+    pairs = head_analysis.load_paraphrases() if pairs is None else list(pairs)
     sentences = [p[-2] for p in pairs] + [p[-1] for p in pairs]
     partner = np.concatenate([np.arange(len(pairs), 2 * len(pairs)), np.arange(len(pairs))])
     out: dict[str, list[float]] = {"accuracy": [], "margin": [], "cosine": []}
@@ -122,8 +122,8 @@ def latent_retrieval(model: pretrained.MiniLM, d_cs: Sequence[int] = MLA_D_CS, p
         for d_c in d_cs:
             emb = latent_minilm(model, d_c).encode(sentences)
             sims = emb @ emb.T  # unit vectors: cosine similarities
-            out["accuracy"].append(float(headscores.retrieval_accuracy(sims, partner)))
-            out["margin"].append(float(headscores.retrieval_margin(sims, partner)))
+            out["accuracy"].append(float(head_analysis.retrieval_accuracy(sims, partner)))
+            out["margin"].append(float(head_analysis.retrieval_margin(sims, partner)))
             out["cosine"].append(float(np.mean(np.sum(emb * intact, axis=-1))))
     return {"d_c": np.array(d_cs), **{key: np.array(v) for key, v in out.items()}}
 

@@ -18,7 +18,7 @@ N_KEYS = 8
 
 
 def kinds_of(scores: dict[str, np.ndarray], baseline: dict[str, float], layer: int, head: int) -> list[str]:
-    """The names the lesson's thresholds give head (layer, head): scores as from headscores.corpus_scores."""
+    """The names the lesson's thresholds give head (layer, head): scores as from head_analysis.corpus_scores."""
     named = [kind for kind, key in _SCORE_OF.items() if scores[key][layer, head] > SHARE]
     if scores["entropy"][layer, head] > BROAD * baseline["entropy"]:
         named.append("broad")

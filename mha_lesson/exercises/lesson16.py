@@ -97,7 +97,7 @@ SINK_OPTIONS = {
 
 
 def sink_head(sinks: dict) -> tuple[int, int]:
-    """The head that puts the largest share of its attention weight on [CLS] (sinks: headscores.sink_scores)."""
+    """The head that puts the largest share of its attention weight on [CLS] (sinks: head_analysis.sink_scores)."""
     share = np.asarray(sinks["attention"]["[CLS]"])
     return tuple(int(i) for i in np.unravel_index(share.argmax(), share.shape))
 

@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Patch, Rectangle
 
-from ..headscores import LABELS, MODES, relation_grid
+from ..head_analysis import LABELS, MODES, relation_grid
 from .attention import attention_heatmap
 
 
@@ -168,7 +168,7 @@ def word_level_figure(
 def relation_grids(fig: Figure, rows: Sequence[Mapping], compared: Sequence[Mapping]) -> None:
     """One (layers, heads) accuracy map per relation; the best head framed, its accuracy and the baseline in the title.
 
-    rows: headscores.relation_table; compared: demos.real_heads.compare_relations (one entry per relation).
+    rows: head_analysis.relation_table; compared: demos.real_heads.compare_relations (one entry per relation).
     """
     axes = fig.subplots(2, -(-len(compared) // 2), squeeze=False).ravel()
     for ax, r in zip(axes, compared, strict=False):
@@ -191,7 +191,7 @@ def relation_grids(fig: Figure, rows: Sequence[Mapping], compared: Sequence[Mapp
 def importance_figure(fig: Figure, ref: Mapping[str, np.ndarray], n_sentences: int) -> None:
     """Each head's importance for paraphrase retrieval, switched off alone by zero and by mean: margin drop x 1000.
 
-    Red frames mark heads whose removal alone loses at least one sentence. ref: headscores.pruning_reference().
+    Red frames mark heads whose removal alone loses at least one sentence. ref: head_analysis.pruning_reference().
     """
     drops = {mode: 1000 * np.asarray(ref[f"margin_drop_{mode}"]) for mode in MODES}
     low = min(float(d.min()) for d in drops.values())
@@ -245,7 +245,7 @@ def pruning_figure(fig: Figure, ref: Mapping[str, np.ndarray], word_overlap: flo
 def sink_figure(fig: Figure, sinks: Mapping[str, Mapping], threshold: float = 0.5) -> None:
     """The sink plot both ways: [CLS]'s share per head by weight and by weight x value norm, per layer, and the norms.
 
-    sinks: headscores.sink_scores. Heads above threshold framed red.
+    sinks: head_analysis.sink_scores. Heads above threshold framed red.
     """
     (raw, weighted), (per_layer, norms) = fig.subplots(2, 2)
     for ax, way, what in ((raw, "attention", "weight"), (weighted, "value-norm", r"weight $\times \|v_j W^O_i\|$")):

@@ -155,7 +155,7 @@ class Explorer:
 
     backgrounds_kept = 1  # cached backgrounds (keys) kept, the least recently used dropped first
     # Rendered pixels per CSS pixel. 2 is sharp on HiDPI screens but paints, copies and encodes 4x the pixels: a move
-    # took about twice the kernel time of 1 for most explorers (`python -m mha_lesson.bench widgets --pixel-ratio`),
+    # took about twice the kernel time of 1 for most explorers (`python -m benchmarks widgets --pixel-ratio`),
     # and in the browser (where the kernel shares the cores with Chromium) that missed the latency budget. So 1,
     # and an explorer whose 2x moves stay cheap (under about 35 ms in that benchmark) sets 2.
     # MHA_LESSON_PIXEL_RATIO overrides it for every explorer (the browser benchmark compares 1 and 2 this way).

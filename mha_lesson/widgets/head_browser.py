@@ -9,7 +9,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
-from .. import headscores
+from .. import head_analysis
 from ..demos.real_heads import annotated_texts, arc_hits, gold_piece_arcs
 from ..plots.attention import attention_heatmap, weight_colour
 from ..plots.real_heads import frame_cells
@@ -19,7 +19,7 @@ from ._base import Explorer, check_start, settle_layout
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 MAX_TOKENS_SHOWN = 40  # word pieces, [CLS] and [SEP] included: beyond this the token labels overlap
 NO_ARCS = "none"  # the relation control's value that highlights no gold arcs
-RELATION_OPTIONS = [("none", NO_ARCS), *((label, rel) for rel, label in headscores.RELATION_LABELS.items())]
+RELATION_OPTIONS = [("none", NO_ARCS), *((label, rel) for rel, label in head_analysis.RELATION_LABELS.items())]
 
 
 @functools.lru_cache(maxsize=1)
@@ -52,7 +52,7 @@ def head_view(text: str = DEFAULT_TEXT, layer: int = 0, head: int = 0, model: Mi
         raise ValueError(f"text: expected at most {MAX_TOKENS_SHOWN} word pieces so the map stays legible, got {n}")
     tokens, weights = _attentions(model, text)
     w = weights[layer, head]  # (n, n)
-    scores = {name: float(f(w).mean()) for name, f in headscores.SCORES.items()}
+    scores = {name: float(f(w).mean()) for name, f in head_analysis.SCORES.items()}
     return {"tokens": list(tokens), "weights": w, "layer": layer, "head": head, "scores": scores}
 
 
@@ -84,7 +84,7 @@ def describe_arcs(data: dict[str, Any], model: MiniLM | None = None) -> str:
     relation, count = data["relation"], len(annotated_texts())
     if relation == NO_ARCS:
         return f"Gold arcs: choose a relation to frame its arcs on one of the {count} annotated sentences."
-    label = headscores.RELATION_LABELS[relation]
+    label = head_analysis.RELATION_LABELS[relation]
     if data["arcs"] is None:
         return f"No gold arcs: this text is not one of the {count} annotated sentences. Try “{annotated_texts()[2]}”"
     if not data["arcs"]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mha_lesson.bench import _lab
+from benchmarks import _lab
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = Path(os.environ.get("MHA_LESSON_NOTEBOOKS", ROOT / "notebooks"))

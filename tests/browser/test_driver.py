@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from mha_lesson.bench import _lab
+from benchmarks import _lab
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_an_explorer_that_widens_with_the_window_is_reported():
 
 
 def test_the_benchmark_compares_pixel_ratios_explorer_by_explorer():
-    from mha_lesson.bench.browser import comparison
+    from benchmarks.browser import comparison
 
     one = _lab.Visit("x.ipynb", moves=[_lab.Move("a", "s", ms) for ms in (10.0, 20.0, 30.0)])
     moves = [_lab.Move("a", "s", ms) for ms in (40.0, 50.0, 60.0)] + [_lab.Move("b", "t", 9.0)]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mha_lesson.bench import _lab
+from benchmarks import _lab
 
 pytestmark = pytest.mark.browser  # `notebook` is parametrized over notebooks/*.ipynb by conftest
 

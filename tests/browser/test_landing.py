@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from mha_lesson.bench import _lab
+from benchmarks import _lab
 
 pytestmark = pytest.mark.browser
 

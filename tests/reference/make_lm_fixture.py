@@ -6,7 +6,7 @@ From the repository root, with a Python that has torch, numpy and threadpoolctl 
     python3 -m venv /tmp/scratch25 && /tmp/scratch25/bin/pip install torch==2.13.0 numpy threadpoolctl
     PYTHONPATH=. /tmp/scratch25/bin/python tests/reference/make_lm_fixture.py
 
-The model is mha_lesson.bench.lm.torch_gpt_loss (F.layer_norm, F.scaled_dot_product_attention(is_causal=True),
+The model is benchmarks.lm.torch_gpt_loss (F.layer_norm, F.scaled_dot_product_attention(is_causal=True),
 F.gelu(approximate="tanh"), F.cross_entropy), in float64, on a small config with every parameter random
 (GPT-2's init has zero biases and unit gains, which would test nothing there). Keys:
     config        [vocab_size, n_layer, n_head, d_model, n_ctx, d_ff]
@@ -24,7 +24,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from mha_lesson.bench.lm import torch_gpt_loss  # noqa: E402
+from benchmarks.lm import torch_gpt_loss  # noqa: E402
 from mha_lesson.lm import GPTConfig, init_params, loss_and_grads  # noqa: E402
 
 OUT = Path(__file__).with_name("torch_lm.npz")

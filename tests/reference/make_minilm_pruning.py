@@ -5,9 +5,9 @@ root, with the project's environment:
 
     .venv/bin/python tests/reference/make_minilm_pruning.py
 
-It saves headscores.pruning_results(load_minilm()) on every pair of mha_lesson/data/paraphrases.tsv, plus
+It saves head_analysis.pruning_results(load_minilm()) on every pair of mha_lesson/data/paraphrases.tsv, plus
 paraphrases_sha256 and model_sha256 (the data file and model.safetensors it was computed from), numpy's version
-and the seconds it took. tests/test_relations.py checks the hashes and recomputes a few entries.
+and the seconds it took. tests/head_analysis/test_pruning.py checks the hashes and recomputes a few entries.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from mha_lesson import headscores, pretrained  # noqa: E402
+from mha_lesson import head_analysis, pretrained  # noqa: E402
 
 
 def sha256(path: Path) -> str:
@@ -34,13 +34,13 @@ def main() -> None:
     """Compute and save the results, printing the time taken and the two curves' ends."""
     model = pretrained.load_minilm()
     start = time.perf_counter()
-    results = headscores.pruning_results(model)
+    results = head_analysis.pruning_results(model)
     seconds = time.perf_counter() - start
     out = ROOT / "mha_lesson" / "data" / "minilm_pruning.npz"
     np.savez_compressed(
         out,
         **results,
-        paraphrases_sha256=np.array(sha256(headscores.DATA / "paraphrases.tsv")),
+        paraphrases_sha256=np.array(sha256(head_analysis.DATA / "paraphrases.tsv")),
         model_sha256=np.array(sha256(pretrained.model_dir() / "model.safetensors")),
         numpy_version=np.array(np.__version__),
         seconds=np.array(seconds),

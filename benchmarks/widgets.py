@@ -1,6 +1,6 @@
 """Time every explorer's slider move (recompute + redraw + PNG), at default sizes and at the largest values.
 
-`python -m mha_lesson.bench widgets [--moves N] [--pixel-ratio R]` prints one row per (explorer, control) with the
+`python -m benchmarks widgets [--moves N] [--pixel-ratio R]` prints one row per (explorer, control) with the
 median and max milliseconds per move. Target: median under 100 ms at default sizes.
 """
 
@@ -88,7 +88,7 @@ def at_largest(cls: type[Explorer]) -> Explorer:
 
 def main(argv: list[str]) -> None:
     """Print the per-move latency of every explorer's controls, from the defaults and from the largest values."""
-    parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench widgets")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks widgets")
     parser.add_argument("--moves", type=int, default=10, help="moves per control (default 10)")
     parser.add_argument(
         "--pixel-ratio", type=int, default=None, help="render every explorer at this pixel ratio (default: its own)"

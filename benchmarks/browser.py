@@ -1,6 +1,6 @@
 """Latency of every explorer as a learner feels it: slider key press -> updated image in JupyterLab in Chromium.
 
-`python -m mha_lesson.bench browser [--moves N] [--notebooks DIR] [--json PATH] [--pixel-ratios 1 2]` serves a
+`python -m benchmarks browser [--moves N] [--notebooks DIR] [--json PATH] [--pixel-ratios 1 2]` serves a
 copy of the lessons, runs each in headless Chromium, presses arrow keys on every slider (N steps away from the
 start and N back) and prints one row per explorer with the median, 90th percentile and max milliseconds, and a
 line over every slider move. Targets: median under 100 ms and 90th percentile under 120 ms over every slider
@@ -20,14 +20,14 @@ import contextlib
 import tempfile
 from pathlib import Path
 
-from mha_lesson.bench import _lab
+from benchmarks import _lab
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str]) -> None:
     """Print the browser latency table for every notebook in --notebooks."""
-    parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench browser")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks browser")
     parser.add_argument("--moves", type=int, default=3, help="key presses away from the start per slider (default 3)")
     parser.add_argument("--notebooks", type=Path, default=REPO / "notebooks", help="folder of lessons")
     parser.add_argument("--json", type=Path, default=None, help="also save the rows as JSON here")

@@ -1,10 +1,10 @@
-"""Held-out head selection (mha_lesson.headselect): Wilson intervals, per-arc hits and two-fold cross-fitting."""
+"""Held-out head selection (head_analysis.selection): Wilson intervals, per-arc hits and two-fold cross-fitting."""
 
 import numpy as np
 import pytest
 
-from mha_lesson import headscores as hs
-from mha_lesson import headselect as sel
+from mha_lesson import head_analysis as hs
+from mha_lesson.head_analysis import selection as sel
 
 
 def test_wilson_interval_against_published_values():

@@ -1,6 +1,6 @@
 """Attention at scale: tiled against standard attention (time and peak memory), and decoding with a KV cache.
 
-`python -m mha_lesson.bench scale [--ns 1024,2048,4096,8192,16384,32768 --standard-max 16384 --d-k 64
+`python -m benchmarks scale [--ns 1024,2048,4096,8192,16384,32768 --standard-max 16384 --d-k 64
 --block 512 --repeats 3 --tokens 1024 --d-model 128 --h 4 --h-kv 4]` prints two tables, each measured
 side by side in one run:
 - one float32 head (n_q = n_kv = n, width d_k) per n: the median time of tiled_attention and of
@@ -22,8 +22,8 @@ from collections.abc import Callable
 import numpy as np
 
 import mha_lesson as mha
+from benchmarks.core import timed
 from mha_lesson._blas import one_blas_thread
-from mha_lesson.bench.core import timed
 from mha_lesson.kv_cache import KVCache, decode_step
 from mha_lesson.measure import peak_bytes
 
@@ -95,7 +95,7 @@ def decode_table(tokens: int, d_model: int, h: int, h_kv: int) -> None:
 
 def main(argv: list[str]) -> None:
     """Run both measurements and print the tables."""
-    parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench scale")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks scale")
     parser.add_argument("--ns", default="1024,2048,4096,8192,16384,32768", help="comma-separated sequence lengths")
     parser.add_argument("--standard-max", type=int, default=16384, help="largest n for the standard version")
     parser.add_argument("--d-k", type=int, default=64)

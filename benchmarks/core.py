@@ -1,6 +1,6 @@
 """Time the batched forward against the loop version and PyTorch, side by side in one run.
 
-`python -m mha_lesson.bench [core] [--batch 8 --n 1024 --d-model 768 --h 12 --repeats 5]` prints the
+`python -m benchmarks [core] [--batch 8 --n 1024 --d-model 768 --h 12 --repeats 5]` prints the
 machine's float32 matmul rate, the time of each implementation (median of interleaved repeats), the
 ratios, and the fraction of the matmul rate each reaches. PyTorch is used only when it is installed.
 Targets: numpy / torch <= 1.0; the forward at lesson sizes (n <= 64, d_model <= 256) under 1 ms.
@@ -60,7 +60,7 @@ def torch_forward(x: np.ndarray, params: mha.MHAParams) -> Callable[[], object] 
 
 def main(argv: list[str]) -> None:
     """Run the comparison and print the table."""
-    parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench core")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks core")
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--n", type=int, default=1024)
     parser.add_argument("--d-model", type=int, default=768)

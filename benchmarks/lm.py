@@ -1,6 +1,6 @@
 """Time one training step of the Shakespeare GPT in numpy against the same model in PyTorch, side by side.
 
-`python -m mha_lesson.bench lm [--repeats 7 --steps 10 --torch-threads 1]` builds the default model (4 layers,
+`python -m benchmarks lm [--repeats 7 --steps 10 --torch-threads 1]` builds the default model (4 layers,
 4 heads, d_model 128, n_ctx 64, batch 12; issue 25) from the same weights on both sides and times forward,
 backward, clipping and the AdamW update on the same batch (median of interleaved repeats). numpy runs twice, on its
 BLAS's default threads and on one (on a busy machine extra BLAS threads spin and cost more than they give);
@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from benchmarks._timing import interleaved_medians
 from mha_lesson._blas import one_blas_thread
-from mha_lesson.bench._timing import interleaved_medians
 from mha_lesson.lm import corpus
 from mha_lesson.lm.model import GPTConfig, init_params, loss_and_grads
 from mha_lesson.lm.train import AdamW, TrainConfig, get_batch, lr_at
@@ -89,7 +89,7 @@ def torch_step(params: dict, config: GPTConfig, tc: TrainConfig, tokens, targets
 
 def main(argv: list[str]) -> None:
     """Check both sides agree on the first loss, then time them interleaved and print the ratio and the target."""
-    parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench lm")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks lm")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--steps", type=int, default=10, help="steps per timed repeat")
     parser.add_argument("--torch-threads", type=int, default=1)

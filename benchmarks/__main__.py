@@ -1,8 +1,8 @@
-"""Dispatch `python -m mha_lesson.bench [NAME] [OPTIONS]` to mha_lesson.bench.NAME.main (default: core).
+"""Dispatch `python -m benchmarks [NAME] [OPTIONS]` to benchmarks.NAME.main (default: core).
 
 The benchmarks are found, not listed: every module of this package whose name does not start with "_" is one,
 and `--help` lists them with the first line of each one's docstring (read from the source, so listing them
-imports nothing heavy). `python -m mha_lesson.bench NAME --help` shows that benchmark's own options.
+imports nothing heavy). `python -m benchmarks NAME --help` shows that benchmark's own options.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pkgutil
 import sys
 from pathlib import Path
 
-import mha_lesson.bench as package
+import benchmarks as package
 
 DEFAULT = "core"
 
@@ -36,9 +36,9 @@ def parser(names: dict[str, str]) -> argparse.ArgumentParser:
     """The dispatcher's parser: one positional choice of benchmark, everything after it passed on untouched."""
     listing = "\n".join(f"  {name:<11} {line}" for name, line in names.items())
     p = argparse.ArgumentParser(
-        prog="python -m mha_lesson.bench",
+        prog="python -m benchmarks",
         description="Run one benchmark of the mha_lesson package.",
-        epilog=f"benchmarks:\n{listing}\n\n`python -m mha_lesson.bench NAME --help` lists NAME's options. "
+        epilog=f"benchmarks:\n{listing}\n\n`python -m benchmarks NAME --help` lists NAME's options. "
         f"Options without a NAME go to {DEFAULT}.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> None:
     """Parse the benchmark name, then hand the remaining options to its main(argv)."""
     names = benchmarks()
     if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
-        argv = [DEFAULT, *argv]  # `python -m mha_lesson.bench --n 512` runs core, as before
+        argv = [DEFAULT, *argv]  # `python -m benchmarks --n 512` runs core, as before
     args = parser(names).parse_args(argv)
     importlib.import_module(f"{package.__name__}.{args.benchmark}").main(args.options)
 

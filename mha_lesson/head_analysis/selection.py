@@ -4,7 +4,8 @@ Picking the best of 72 heads on the same 43-168 arcs that then report its accura
 is lucky on those arcs. held_out_selection splits the annotated sentences in two, picks the head (and the
 baseline) on one half, scores that pick on the other half, then swaps the halves (two-fold cross-fitting), so
 every arc is scored by a head chosen without it. It adds a Wilson interval for each accuracy and a bootstrap
-interval, over sentences, for the head's lead over the baseline on the same arcs.
+interval, over sentences, for the head's lead over the baseline on the same arcs. Lesson 15 uses it on the
+syntax heads of syntax.py (Clark et al. 2019 pick their best head on the very arcs they report).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import headscores
-from .headscores import Annotated
+from . import syntax
+from .syntax import Annotated
 
 
 def wilson_interval(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -36,14 +37,14 @@ def arc_hits(
     """Per gold arc: every head's hit (arcs, n_layers, h), every baseline's hit (arcs, b), the arc's sentence (arcs,).
 
     Heads predict as relation_table does (dependent -> head, most-attended candidate word); the baselines are the
-    fixed offsets headscores.OFFSETS and, for "coref", the first and the nearest noun before the pronoun. The
+    fixed offsets syntax.OFFSETS and, for "coref", the first and the nearest noun before the pronoun. The
     fourth item names the baselines' columns.
     """
-    if relation not in headscores.RELATIONS:
-        raise ValueError(f"relation: expected one of {headscores.RELATIONS}, got {relation!r}")
+    if relation not in syntax.RELATIONS:
+        raise ValueError(f"relation: expected one of {syntax.RELATIONS}, got {relation!r}")
     if len(maps) != len(sentences):
         raise ValueError(f"maps: expected one word map per sentence ({len(sentences)}), got {len(maps)}")
-    names = [f"word at offset {k:+d}" for k in headscores.OFFSETS]
+    names = [f"word at offset {k:+d}" for k in syntax.OFFSETS]
     if relation == "coref":
         names += ["first noun", "nearest noun"]
     heads, bases, owner = [], [], []
@@ -52,14 +53,14 @@ def arc_hits(
         if not arcs:
             continue
         candidates = np.array([False, *(u != "PUNCT" for u in sentence.upos), False])  # word_maps' order
-        predicted = headscores.most_attended(m, candidates)  # (n_layers, h, words + 2)
+        predicted = syntax.most_attended(m, candidates)  # (n_layers, h, words + 2)
         positions = np.flatnonzero(candidates) - 1  # word index of each candidate, in order
         nouns = [i for i, u in enumerate(sentence.upos) if u in ("NOUN", "PROPN")]
         for d, g in arcs:
             heads.append(predicted[..., d + 1] == g + 1)
             rank = int(np.searchsorted(positions, d)) if d in positions else None  # the dependent's place
             row = [rank is not None and 0 <= rank + k < len(positions) and positions[rank + k] == g
-                   for k in headscores.OFFSETS]  # fmt: skip
+                   for k in syntax.OFFSETS]  # fmt: skip
             if relation == "coref":
                 before = [i for i in nouns if i < d]
                 row += [bool(nouns) and nouns[0] == g, bool(before) and before[-1] == g]

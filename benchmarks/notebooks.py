@@ -1,6 +1,6 @@
 """Time the whole series run headless: one notebook at a time, then WORKERS at a time as make html and the tests do.
 
-`python -m mha_lesson.bench notebooks` prints each lesson's seconds (kernel start included) from the one-at-a-time
+`python -m benchmarks notebooks` prints each lesson's seconds (kernel start included) from the one-at-a-time
 run, both totals measured side by side in one run, and their ratio. Target: the series in under 60 s on 2 cores.
 """
 
@@ -17,7 +17,7 @@ TARGET_S = 60.0
 
 def main(argv: list[str]) -> None:
     """Print per-notebook and total execution times."""
-    parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench notebooks")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks notebooks")
     parser.add_argument("--workers", type=int, default=WORKERS, help=f"kernels at once (default {WORKERS})")
     args = parser.parse_args(argv)
     paths = sorted(NOTEBOOKS.glob("*.ipynb"))

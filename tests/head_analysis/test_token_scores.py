@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from mha_lesson import headscores as hs
+from mha_lesson import head_analysis as hs
 
 # Rows are queries, columns keys; every row sums to 1. Token 0 plays [CLS], token 3 [SEP].
 HAND = np.array(

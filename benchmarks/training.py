@@ -1,6 +1,6 @@
 """Time a training step of the numpy model against the same model in PyTorch, and whole training runs, in one run.
 
-`python -m mha_lesson.bench training [--task two_lookups --h 2 --layers 1 --repeats 7 --steps 50]` prints the
+`python -m benchmarks training [--task two_lookups --h 2 --layers 1 --repeats 7 --steps 50]` prints the
 time per step of each side (median of interleaved repeats, both on one thread, on the same batch from the same
 starting weights) and their ratio, then the wall and CPU time of one default two_lookups run and one default
 induction run. PyTorch is used only when it is importable: it is not a dependency, so run this module with a
@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from benchmarks._timing import interleaved_medians
 from mha_lesson import training
 from mha_lesson._blas import one_blas_thread
-from mha_lesson.bench._timing import interleaved_medians
 
 
 def numpy_step(trainer: training.Trainer, batch: training.Batch) -> Callable[[], float]:
@@ -75,7 +75,7 @@ def torch_step(trainer: training.Trainer, batch: training.Batch) -> tuple[Callab
 
 def main(argv: list[str]) -> None:
     """Run the comparison and the timed training runs; print the table."""
-    parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench training")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks training")
     parser.add_argument("--task", choices=sorted(training.TASKS), default="two_lookups")
     parser.add_argument("--h", type=int, default=2)
     parser.add_argument("--layers", type=int, default=1)

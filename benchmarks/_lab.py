@@ -1,9 +1,9 @@
 """Drive JupyterLab in headless Chromium as a learner does: open a lesson, run all cells, try every control.
 
 Shared by the browser tests (tests/browser, which assert on the `Visit` records) and by
-`python -m mha_lesson.bench browser` (which prints the latency table). It sits in the bench package rather than
-under tests/ so the benchmark can import it from the installed package; the leading underscore keeps the bench
-dispatcher from listing it. Playwright and psutil (test extras) are imported only when a browser or server starts.
+`python -m benchmarks browser` (which prints the latency table). It sits in benchmarks/, outside the package
+a learner installs, beside the benchmark that uses it; the leading underscore keeps the dispatcher from listing
+it. Playwright and psutil (test extras) are imported only when a browser or server starts.
 
 Every enabled slider is moved with the keyboard; then every other enabled control (toggle buttons, checkbox,
 dropdown, text field) is changed with a click, a choice or Enter, and put back. A toggle that enables sliders

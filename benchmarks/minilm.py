@@ -1,6 +1,6 @@
 """Time all-MiniLM-L6-v2's encode on mha_lesson against sentence-transformers (PyTorch) on the same sentences.
 
-`python -m mha_lesson.bench minilm [--sentences 64 --batch-size 32 --repeats 5]` encodes the lesson corpus
+`python -m benchmarks minilm [--sentences 64 --batch-size 32 --repeats 5]` encodes the lesson corpus
 (repeated to the requested count) and prints each side's median time over interleaved repeats, the ratio, and
 the smallest cosine between the two sides' embeddings. sentence-transformers is used only when it is
 installed; without it the comparison is skipped and says so. Target: numpy / PyTorch <= 1.5.
@@ -35,7 +35,7 @@ def sentence_transformers_encoder(batch_size: int) -> Callable[[list[str]], np.n
 
 def main(argv: list[str]) -> None:
     """Run the comparison and print the table."""
-    parser = argparse.ArgumentParser(prog="python -m mha_lesson.bench minilm")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks minilm")
     parser.add_argument("--sentences", type=int, default=64)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=5)
