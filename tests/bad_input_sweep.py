@@ -390,7 +390,7 @@ VALID |= {
     head_analysis.sink_scores: {"model": MINILM, "sentences": TEXTS},
     head_analysis.load_relations: {"path": None},
     head_analysis.ablated_model: {"model": MINILM, "heads": [(0, 1)], "means": None},
-    head_analysis.head_importance: {"model": MINILM, "pairs": PAIRS, "mode": "zero", "heads": [(0, 1), (5, 2)]},
+    head_analysis.head_importance: {"model": MINILM, "pairs": PAIRS, "mode": "zero", "heads": None},
     head_analysis.prune_curve: {
         "model": MINILM,
         "pairs": PAIRS,
