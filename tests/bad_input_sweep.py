@@ -459,7 +459,7 @@ LEFT_OUT = {
     ],
     "checks for other functions (their callers' calls cover them)": [
         attention.check_qkv, multihead.check_qk_norm, lm_model.check_tokens, projections.MHAParams.head_indices,
-        pre.MiniLM.layer_heads,
+        pre.MiniLM.layer_heads, head_analysis.syntax.check_sentences, head_analysis.syntax.check_maps,
     ],
     "runs as long as asked, steps=10**9 being 10**9 steps (tests/test_training, test_lm)": [
         training.Trainer.run, lm_train.Trainer.run,
