@@ -20,11 +20,19 @@ def as_array(name: str, x: object) -> np.ndarray:
     if x is None or isinstance(x, (dict, set, frozenset)):
         raise ValueError(f"{name}: expected an array of numbers, got {type_name(x)}")
     try:
-        return np.asarray(x)
+        arr = np.asarray(x)
     except (ValueError, TypeError) as exc:  # ragged nested lists, objects numpy cannot read as an array
         raise ValueError(
             f"{name}: expected an array of numbers, got {type_name(x)} that numpy cannot read ({exc})"
         ) from None
+    # A broadcast view (np.broadcast_to) holds one copy of its data whatever its shape; anything computed from it
+    # has the full size. Refuse here, before the first such computation would exhaust memory.
+    if arr.nbytes > DEFAULT_MAX_BYTES:
+        raise ValueError(
+            f"{name}: expected an array of at most {DEFAULT_MAX_BYTES / 2**30:.0f} GiB, got shape {arr.shape} "
+            f"({arr.nbytes / 2**30:.1f} GiB of {arr.dtype}), too large to compute on"
+        )
+    return arr
 
 
 def as_real_array(name: str, x: object) -> np.ndarray:

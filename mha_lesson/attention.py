@@ -59,6 +59,7 @@ def receptive_field(mask: np.ndarray, layers: int) -> np.ndarray:
     if mask.dtype != np.bool_ or mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
         raise ValueError(f"mask: expected a square boolean (n, n) array, got shape {mask.shape} dtype {mask.dtype}")
     layers = check_positive_int("layers", layers)
+    check_size("mask", "the matrix powers (three n x n at once)", (3, *mask.shape), bool)
     # Boolean matrix power by squaring: i reaches token t after a + b layers if i reaches some j after a
     # layers and j reaches t after b. log2(layers) products, so layers = 10**9 costs 30 of them, not 10**9.
     reach, power = None, mask

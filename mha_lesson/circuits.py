@@ -96,6 +96,7 @@ def mha_from_circuits(x: np.ndarray, params: MHAParams, mask: np.ndarray | None 
 
 def _check_square(name: str, m: object, size: int) -> np.ndarray:
     m = as_float_array(name, m, 2)
+    m = m.astype(np.result_type(m, np.float32), copy=False)  # numpy's linalg has no float16
     if m.shape != (size, size):
         raise ValueError(f"{name}: expected a square ({size}, {size}) matrix (d_k = {size}), got shape {m.shape}")
     check_finite(name, m)
@@ -163,13 +164,14 @@ def circuit_singular_values(params: MHAParams, i: int, kind: str = "qk") -> np.n
 
 
 def _check_spectrum(s: object) -> np.ndarray:
+    """s divided by its largest value per spectrum (both measures are scale-free): 1e-200 squared would be 0."""
     s = as_float_array("s", s, 1)
     check_finite("s", s)
     if (s < 0).any():
         raise ValueError("s: expected singular values (>= 0), got negative entries")
     if s.shape[-1] == 0 or not (s.sum(axis=-1) > 0).all():
         raise ValueError(f"s: expected at least one non-zero singular value per spectrum, got shape {s.shape}")
-    return s
+    return s / s.max(axis=-1, keepdims=True)
 
 
 def effective_rank(s: np.ndarray, fraction: float = 0.9) -> np.ndarray:

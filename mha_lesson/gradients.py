@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from ._blas import one_blas_thread
-from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_finite, check_memory
+from ._checks import DEFAULT_MAX_BYTES, as_float_array, check_bool, check_finite, check_memory, type_name
 from .attention import SAFE_EXP_ARGUMENT
 from .cost import flop_count
 from .heads import merge_heads, split_heads
@@ -37,7 +37,7 @@ class Cache:
 
 
 def row_sums(x: np.ndarray) -> np.ndarray:
-    """x.sum(axis=-1, keepdims=True): (..., m) -> (..., 1), computed as one matrix-vector product.
+    """Unchecked: x.sum(axis=-1, keepdims=True), (..., m) -> (..., 1), computed as one matrix-vector product.
 
     numpy sums a short last axis row by row; for rows of 16 the product with a vector of ones was 7x faster here.
     """
@@ -46,7 +46,7 @@ def row_sums(x: np.ndarray) -> np.ndarray:
 
 
 def masked_softmax(scores: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
-    """Softmax over the keys: scores (..., h, n_q, n_kv) -> weights, reusing scores' memory; masked keys get 0."""
+    """Unchecked softmax over the keys: scores (..., h, n_q, n_kv) -> weights in scores' memory; masked keys get 0."""
     # Softmax is shift-invariant; shifting each row by its max only keeps exp() finite, so skip that
     # (slow, row by row) pass when every score is small. Checked before masking adds -inf.
     large = scores.size and max(scores.max(), -scores.min()) > SAFE_EXP_ARGUMENT
@@ -71,9 +71,17 @@ def masked_softmax(scores: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
 
 
 def forward(
-    q: np.ndarray, k: np.ndarray, v: np.ndarray, params: MHAParams, mask: np.ndarray | None
+    q: np.ndarray, k: np.ndarray, v: np.ndarray, params: MHAParams, mask: np.ndarray | None, *, check: bool = True
 ) -> tuple[np.ndarray, Cache]:
-    """Unchecked forward that keeps its intermediates: -> (output (..., n_q, d_model), Cache)."""
+    """The forward that keeps its intermediates: -> (output (..., n_q, d_model), Cache).
+
+    The inputs are checked as multi_head_attention checks them; check=False skips that, for a model's own
+    activations (a diverged run's NaN must reach its loss, where the trainer reports it with the step number).
+    """
+    if check_bool("check", check):
+        q, k, v, lead, mask = _check_inputs(q, k, v, params, mask)  # shapes, NaN, the mask
+        dtype = np.result_type(q, k, v, params.dtype)
+        check_memory("q, k", (*lead, params.h, q.shape[-2], k.shape[-2]), dtype, DEFAULT_MAX_BYTES)
     # Steps 1-2: project, then view the columns as heads. Scaling Q costs n*d_k per head, not n^2.
     Q = split_heads(_project(q, params.w_q, params.b_q), params.h) * (1.0 / math.sqrt(params.d_k))  # (..., h, n_q, d_k)
     K = kv_heads(_project(k, params.w_k, params.b_k), params)  # (..., h, n_kv, d_k): head i reads K head i // group
@@ -98,7 +106,7 @@ def _unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 def projection_backward(
     d_y: np.ndarray, x: np.ndarray, w: np.ndarray, has_bias: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """y = x @ w + b backward: d_y (..., n, d_out) -> d_x (..., n, d_in), d_w (d_in, d_out), d_b (d_out,) or None.
+    """Unchecked: y = x @ w + b backward, d_y (..., n, d_out) -> d_x (..., n, d_in), d_w (d_in, d_out), d_b or None.
 
     d_y and x have the same leading dimensions (the steps after this one undo any broadcasting).
     """
@@ -110,45 +118,47 @@ def projection_backward(
 
 
 def concat_backward(d_concat: np.ndarray, h: int) -> np.ndarray:
-    """Un-concatenate: d_concat (..., n_q, d_model) -> d_heads (..., h, n_q, d_k), head i's columns."""
+    """Unchecked un-concatenate: d_concat (..., n_q, d_model) -> d_heads (..., h, n_q, d_k), head i's columns."""
     return split_heads(d_concat, h)
 
 
 def weighted_sum_backward(d_heads: np.ndarray, weights: np.ndarray, V: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """head = weights @ V backward: d_heads (..., h, n_q, d_k) -> d_weights (..., h, n_q, n_kv), d_V like V."""
+    """Unchecked: head = weights @ V backward, d_heads (..., h, n_q, d_k) -> d_weights (..., h, n_q, n_kv), d_V."""
     d_weights = d_heads @ V.swapaxes(-1, -2)  # (..., h, n_q, n_kv): how the loss changes with each weight
     d_V = weights.swapaxes(-1, -2) @ d_heads  # (..., h, n_kv, d_k): each value row, summed over its queries
     return d_weights, _unbroadcast(d_V, V.shape)
 
 
 def softmax_backward(d_weights: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """A = softmax(S) backward as a Jacobian-vector product: d_S = A * (d_A - sum(d_A * A)), (..., h, n_q, n_kv)."""
+    """Unchecked: A = softmax(S) backward as a Jacobian-vector product, d_S = A * (d_A - sum(d_A * A))."""
     # The full Jacobian diag(a) - a a^T never needs to be built: applied to d_A it is this one line.
     # Masked keys and fully masked rows have A = 0, so their gradient is exactly 0, never NaN.
     return weights * (d_weights - row_sums(d_weights * weights))
 
 
 def scores_backward(d_scores: np.ndarray, Q: np.ndarray, K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """S = Q @ K^T backward: d_scores (..., h, n_q, n_kv) -> d_Q (..., h, n_q, d_k), d_K (..., h, n_kv, d_k)."""
+    """Unchecked: S = Q @ K^T backward, d_scores (..., h, n_q, n_kv) -> d_Q (..., h, n_q, d_k), d_K like K."""
     d_Q = d_scores @ K  # (..., h, n_q, d_k)
     d_K = d_scores.swapaxes(-1, -2) @ Q  # (..., h, n_kv, d_k)
     return _unbroadcast(d_Q, Q.shape), _unbroadcast(d_K, K.shape)
 
 
 def scale_backward(d_Q_scaled: np.ndarray, d_k: int) -> np.ndarray:
-    """Q_scaled = Q / sqrt(d_k) backward: the same factor scales the gradient, shape (..., h, n_q, d_k)."""
+    """Unchecked (d_k >= 1): Q_scaled = Q / sqrt(d_k) backward, the same factor scales d_Q (..., h, n_q, d_k)."""
     return d_Q_scaled * (1.0 / math.sqrt(d_k))
 
 
 def shared_heads_backward(d_kv: np.ndarray, h_kv: int) -> np.ndarray:
-    """Grouped-query attention: (..., h, n_kv, d_k) -> (..., h_kv, n_kv, d_k), summing each group of query heads."""
+    """Unchecked (h_kv divides h): GQA's (..., h, n_kv, d_k) -> (..., h_kv, n_kv, d_k), summing each group's heads."""
     *lead, h, n_kv, d_k = d_kv.shape
     # Query heads i*g .. i*g + g - 1 all read key/value head i, so their gradients add up there.
     return d_kv.reshape(*lead, h_kv, h // h_kv, n_kv, d_k).sum(axis=-3)  # sum over the group: (..., h_kv, n_kv, d_k)
 
 
-def backward(cache: Cache, grad_output: np.ndarray, params: MHAParams) -> dict[str, np.ndarray]:
-    """Unchecked backward: the forward's steps in reverse, grad_output (..., n_q, d_model) -> gradient by name."""
+def backward(cache: Cache, grad_output: np.ndarray, params: MHAParams, *, check: bool = True) -> dict[str, np.ndarray]:
+    """The forward's steps in reverse: grad_output (..., n_q, d_model) -> gradient by name; check as in forward."""
+    if check_bool("check", check):
+        grad_output = _check_backward(cache, grad_output, params)
     grads = {}
     # Step 5: output = concat @ W^O + b_O.
     d_concat, grads["w_o"], grads["b_o"] = projection_backward(
@@ -169,6 +179,29 @@ def backward(cache: Cache, grad_output: np.ndarray, params: MHAParams) -> dict[s
         d_proj = merge_heads(d_x_heads)  # (..., n, h*d_k)
         grads[name], grads[f"w_{name}"], grads[f"b_{name}"] = projection_backward(d_proj, x, w, b is not None)
     return {name: g for name, g in grads.items() if g is not None}
+
+
+def _check_backward(cache: object, grad_output: object, params: object) -> np.ndarray:
+    """grad_output as a finite float array shaped like the forward's output, or ValueError naming the argument."""
+    if not isinstance(params, MHAParams):
+        raise ValueError(f"params: expected an MHAParams, got {type_name(params)}")
+    if not isinstance(cache, Cache):
+        raise ValueError(
+            f"cache: expected the Cache that forward(q, k, v, params, mask) returned, got {type_name(cache)}"
+        )
+    made = (cache.q.shape[-1], cache.Q.shape[-3], cache.V.shape[-1])  # (d_model, h, d_k) of the forward's params
+    if made != (params.d_model, params.h, params.d_k):
+        raise ValueError(
+            f"params: expected the MHAParams the cache was made with (d_model, h, d_k) = {made}, "
+            f"got {(params.d_model, params.h, params.d_k)}"
+        )
+    grad_output = as_float_array("grad_output", grad_output, 2)
+    if grad_output.shape != cache.concat.shape:
+        raise ValueError(
+            f"grad_output: expected the forward output's shape {cache.concat.shape}, got {grad_output.shape}"
+        )
+    check_finite("grad_output", grad_output)
+    return grad_output.astype(np.result_type(cache.concat, grad_output), copy=False)
 
 
 def multi_head_attention_grads(
@@ -200,5 +233,5 @@ def multi_head_attention_grads(
     check_memory("q, k", (*lead, params.h, n_q, n_kv), dtype, DEFAULT_MAX_BYTES)
     flops = math.prod(lead) * flop_count(n_q, n_kv, params.d_model, params.h)["total"] if n_q and n_kv else 0
     with one_blas_thread() if flops < SMALL_WORK_FLOPS else contextlib.nullcontext():
-        _, cache = forward(q, k, v, params, mask)
-        return backward(cache, grad_output.astype(dtype, copy=False), params)
+        _, cache = forward(q, k, v, params, mask, check=False)  # checked above
+        return backward(cache, grad_output.astype(dtype, copy=False), params, check=False)

@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 def peak_bytes(fn: Callable[..., object], *args: object, **kwargs: object) -> int:
     """Peak bytes allocated while fn(*args, **kwargs) runs, above what was allocated before the call."""
+    if not callable(fn):
+        raise ValueError(f"fn: expected a function to call, got {type(fn).__name__}")
     if tracemalloc.is_tracing():
         raise RuntimeError("peak_bytes: tracemalloc is already tracing; stop it first so the peak is this call's")
     tracemalloc.start()

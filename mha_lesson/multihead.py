@@ -67,7 +67,7 @@ def _project(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
 
 
 def kv_heads(x: np.ndarray, params: MHAParams) -> np.ndarray:
-    """Projected K or V (..., n, h_kv*d_k) -> (..., h, n, d_k): query head i gets key/value head i // group_size."""
+    """Unchecked: projected K or V (..., n, h_kv*d_k) -> (..., h, n, d_k); query head i reads K/V head i // group."""
     heads = split_heads(x, params.h_kv)  # (..., h_kv, n, d_k)
     if params.h_kv == params.h:
         return heads

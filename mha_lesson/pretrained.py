@@ -319,6 +319,8 @@ def _check_model(model: object) -> MiniLM:
 def head_ablation(model: MiniLM, sentences: list[str]) -> np.ndarray:
     """(n_layers, h) cosine between each sentence's embedding with one head off and intact, averaged over sentences."""
     _check_model(model)
+    if not _check_sentences(sentences):
+        raise ValueError("sentences: expected at least one sentence, got none")
     ids, lengths, _ = model.tokenize(sentences)
     mask = padding_mask(lengths, ids.shape[-1])  # (N, 1, 1, n)
     # Switching off a head in layer l leaves layers 0..l-1 unchanged: keep every layer's input and restart there.

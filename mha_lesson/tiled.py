@@ -12,21 +12,44 @@ import math
 
 import numpy as np
 
-from ._checks import check_bool, check_mask, check_positive_int
+from ._checks import as_array, check_bool, check_mask, check_positive_int
 from .attention import check_qkv
 
 DEFAULT_BLOCK = 512
 
 
+def _check_rescale(row_sum: object, out: object, m_old: object, m_new: object) -> None:
+    """Raise ValueError naming the argument unless rescale's four arrays are floats of matching shapes."""
+    arrays = {"row_sum": row_sum, "out": out, "m_old": m_old, "m_new": m_new}
+    for name, a in arrays.items():
+        a = as_array(name, a)
+        if not np.issubdtype(a.dtype, np.floating) or a.ndim < 2:
+            # An integer running sum would be truncated by the caller's next in-place update.
+            raise ValueError(f"{name}: expected a floating-point array (..., n_q, ...), got {a.dtype} {a.shape}")
+        # m_old = -inf before any key is seen (its factor is exp(-inf) = 0); nothing else may be non-finite.
+        if np.isnan(a).any() or np.isposinf(a).any() or (name != "m_old" and np.isneginf(a).any()):
+            raise ValueError(f"{name}: expected finite values{' or -inf' * (name == 'm_old')}, got NaN or inf")
+        arrays[name] = a
+    column = arrays["row_sum"].shape
+    if column[-1] != 1:
+        raise ValueError(f"row_sum: expected shape (..., n_q, 1), got {column}")
+    for name in ("m_old", "m_new"):
+        if arrays[name].shape != column:
+            raise ValueError(f"{name}: expected row_sum's shape (..., n_q, 1) {column}, got {arrays[name].shape}")
+    if arrays["out"].shape[:-1] != column[:-1]:
+        raise ValueError(f"out: expected shape (..., n_q, d_v) with row_sum's {column[:-1]}, got {arrays['out'].shape}")
+
+
 def rescale(
     row_sum: np.ndarray, out: np.ndarray, m_old: np.ndarray, m_new: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Unchecked step of tiled_attention: sums taken with shift m_old, moved onto m_new, both times exp(m_old - m_new).
+    """tiled_attention's step: sums taken with shift m_old, moved onto m_new, both times exp(m_old - m_new).
 
     row_sum (..., n_q, 1) and out (..., n_q, d_v); m_old and m_new (..., n_q, 1). Term by term,
     exp(s - m_old) * exp(m_old - m_new) = exp(s - m_new): the rescaled sums are exactly those the new
     shift would have given. The factor is at most 1, since the running max only grows.
     """
+    _check_rescale(row_sum, out, m_old, m_new)
     factor = np.exp(m_old - m_new)  # (..., n_q, 1)
     return row_sum * factor, out * factor
 

@@ -24,6 +24,7 @@ import numpy as np
 from . import gradients
 from ._blas import one_blas_thread
 from ._checks import (
+    as_array,
     as_finite_array,
     as_float_array,
     as_int_array,
@@ -90,11 +91,17 @@ def _check_length(task: str, n: int) -> None:
         raise ValueError(f"n: expected at least {shortest} positions for {task}, got {n}")
 
 
+def _check_rng(rng: object) -> np.random.Generator:
+    """rng if it is a numpy Generator, else ValueError naming it (a seed or a RandomState would draw other numbers)."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng: expected a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    return rng
+
+
 def make_batch(task: str, rng: np.random.Generator, batch: int, n: int, vocab: int) -> Batch:
     """A batch of random sequences for task, with targets and loss weights per read-out."""
     _check_task(task)
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng: expected a numpy Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+    _check_rng(rng)
     _check_length(task, check_positive_int("n", n))
     check_positive_int("batch", batch)
     if check_positive_int("vocab", vocab) < 2:
@@ -134,7 +141,9 @@ class Model:
 
 
 def init_model(task: str, h: int, layers: int, d_model: int, n: int, vocab: int, rng: np.random.Generator) -> Model:
-    """Unchecked (Trainer runs check_config first): N(0, 1) embeddings, Glorot attention weights, small read-outs."""
+    """N(0, 1) embeddings, Glorot attention weights, small read-outs; sizes checked (check_config) before allocating."""
+    check_config(task, h, 0, layers, {"d_model": d_model, "n": n, "vocab": vocab})
+    _check_rng(rng)
     glorot = math.sqrt(6.0 / (2 * d_model))
     readouts = len(LOOKUPS) if task == "two_lookups" else 1
     draws: dict[str, tuple[tuple[int, ...], Callable]] = {"embed": ((vocab, d_model), rng.standard_normal)}
@@ -169,13 +178,19 @@ def _check_ids(name: str, ids: object, vocab: int) -> np.ndarray:
 
 def forward(model: Model, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[gradients.Cache]]:
     """tokens (batch, n) -> (logits (batch, n, readouts, vocab), final residual (batch, n, d_model), caches)."""
-    _check_ids("tokens", tokens, len(model.arrays["embed"]))
+    if not isinstance(model, Model):
+        raise ValueError(
+            f"model: expected a training.Model (from init_model, or a Trainer's .model), got {model!r:.60}"
+        )
+    tokens = _check_ids("tokens", tokens, len(model.arrays["embed"]))
     if np.ndim(tokens) != 2 or np.shape(tokens)[1] != len(model.positions):
         raise ValueError(f"tokens: expected shape (batch, n={len(model.positions)}), got {np.shape(tokens)}")
     x = model.arrays["embed"][tokens] + model.positions  # (batch, n, d_model)
     caches = []
     for params in model.layers:
-        out, cache = gradients.forward(x, x, x, params, model.mask)  # (batch, n, d_model)
+        # Unchecked: the model's own activations; a diverged run's NaN must reach the loss, where Trainer.step
+        # reports it with its step number.
+        out, cache = gradients.forward(x, x, x, params, model.mask, check=False)  # (batch, n, d_model)
         x = x + out  # residual: each layer adds what its heads read to the stream
         caches.append(cache)
     logits = x @ model.arrays["readout.w"] + model.arrays["readout.b"]  # (batch, n, readouts*vocab)
@@ -183,11 +198,8 @@ def forward(model: Model, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, l
 
 
 def cross_entropy(logits: np.ndarray, targets: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
-    """Weighted softmax cross-entropy: logits (..., vocab), targets and weights (...) -> (loss, d_logits).
-
-    NaN in gives NaN out: logits that diverged give a NaN loss, which Trainer.step reports with its step number.
-    """
-    logits = as_float_array("logits", logits)
+    """Weighted softmax cross-entropy: logits (..., vocab), targets and weights (...) -> (loss, d_logits)."""
+    logits = as_finite_array("logits", logits)
     if logits.shape[-1] == 0:
         raise ValueError(f"logits: expected a last (vocabulary) axis of at least one entry, got shape {logits.shape}")
     targets = _check_ids("targets", targets, logits.shape[-1])
@@ -211,12 +223,14 @@ def cross_entropy(logits: np.ndarray, targets: np.ndarray, weights: np.ndarray) 
 def loss_and_grads(model: Model, batch: Batch) -> tuple[float, np.ndarray]:
     """Unchecked step of Trainer: the read-outs' summed loss, and its gradient as a flat vector like model.flat."""
     logits, x, caches = forward(model, batch.tokens)
+    if not np.isfinite(logits).all():  # diverged: no gradient to take; Trainer.step reports the step
+        return math.nan, np.full_like(model.flat, np.nan)
     loss, d_logits = cross_entropy(logits, batch.targets, batch.weights)  # d_logits (batch, n, readouts, vocab)
     d_rows = d_logits.reshape(x.shape[0] * x.shape[1], -1)  # (batch*n, readouts*vocab)
     grads = {"readout.w": x.reshape(len(d_rows), -1).T @ d_rows, "readout.b": d_rows.sum(axis=0)}
     d_x = (d_rows @ model.arrays["readout.w"].T).reshape(x.shape)  # gradient on the residual stream
     for i in reversed(range(len(model.layers))):
-        g = gradients.backward(caches[i], d_x, model.layers[i])
+        g = gradients.backward(caches[i], d_x, model.layers[i], check=False)
         # x feeds the layer three times (as q, k and v) and skips it once (the residual): four paths add up.
         d_x = d_x + g["q"] + g["k"] + g["v"]
         grads |= {f"layer{i}.{name}": g[name] for name in g if name not in ("q", "k", "v")}
@@ -233,8 +247,12 @@ class Adam:
     """Adam (Kingma and Ba 2015) on one flat parameter vector, updated in place."""
 
     def __init__(self, params: np.ndarray, lr: float) -> None:
-        if not isinstance(params, np.ndarray) or not np.issubdtype(params.dtype, np.floating):
-            raise ValueError(f"params: expected a floating-point numpy array, updated in place, got {params!r}")
+        ok = isinstance(params, np.ndarray) and np.issubdtype(params.dtype, np.floating) and params.flags.writeable
+        if not ok:
+            raise ValueError(
+                f"params: expected a writeable floating-point numpy array, updated in place, got {params!r:.80}"
+            )
+        as_array("params", params)  # refuses a broadcast view too large to hold its moments
         check_finite("params", params)
         # A NaN, infinite or negative rate would silently wreck (or reverse) every update.
         self.params, self.lr, self.t = params, check_number("lr", lr, low=0.0), 0
@@ -262,6 +280,8 @@ class Adam:
 def check_config(task: str, h: int, seed: int, layers: int, sizes: dict) -> dict:
     """The full configuration with defaults filled in, or ValueError naming the bad argument."""
     _check_task(task)
+    if not isinstance(sizes, dict):
+        raise ValueError(f"sizes: expected a dict of overrides (some of {sorted(TASKS[task])}), got {sizes!r:.60}")
     unknown = sorted(set(sizes) - set(TASKS[task]))
     if unknown:
         raise ValueError(f"{unknown[0]}: unknown keyword; expected some of {sorted(TASKS[task])}")
@@ -394,8 +414,12 @@ def train(
     callback(step, loss, trainer) runs after every step; returning False stops training early.
     checkpoints: steps (0 = before training) at which to record a Checkpoint.
     """
+    if callback is not None and not callable(callback):
+        raise ValueError(f"callback: expected a function (step, loss, trainer) or None, got {callback!r:.60}")
     trainer = Trainer(task, h=h, seed=seed, layers=layers, **sizes)
     steps = trainer.config["steps"]
+    if isinstance(checkpoints, (str, bytes, dict)) or not isinstance(checkpoints, Iterable):
+        raise ValueError(f"checkpoints: expected an iterable of step numbers, got {checkpoints!r:.60}")
     wanted = set(checkpoints)
     if not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and 0 <= s <= steps for s in wanted):
         raise ValueError(f"checkpoints: expected step numbers in [0, steps={steps}], got {sorted(wanted, key=str)}")

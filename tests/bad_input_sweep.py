@@ -1,9 +1,11 @@
-"""Bad input, generated: every public function and method of the root library, one bad argument at a time.
+"""Bad input, generated: every public function and method of the root library and of `lm`, and every public
+widget constructor, one bad argument at a time.
 
 Each function, and each public method bound to a small valid object, has one valid call (VALID). From its
 signature the sweep swaps one argument at a time for bad values chosen by the argument's annotation and name (None,
-strings, dicts, NaN and inf, wrong ndim, zero size, negative, fractional, boolean and huge sizes, complex and object
-arrays, malformed masks and flags). Every call
+strings, dicts, negative, fractional, boolean and huge sizes, malformed masks and flags; for every array: a 0-d
+and an empty array, NaN, +inf and -inf inside, an integer, a boolean and a float16 array where floats are expected,
+complex and object arrays, wrong ndim and a huge broadcast view). Every call
 runs in a forked child under a memory cap (1 GiB above what the parent holds) and a time limit, and ends in one
 of OUTCOMES. `python tests/bad_input_sweep.py` prints the counts; tests/test_bad_input_generated.py asserts.
 """
@@ -15,10 +17,12 @@ import inspect
 import math
 import os
 import pickle
+import pkgutil
 import re
 import resource
 import signal
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 
@@ -37,6 +41,7 @@ from mha_lesson import (
     head_analysis,
     heads,
     kv_cache,
+    measure,
     mla,
     multihead,
     norms,
@@ -45,8 +50,10 @@ from mha_lesson import (
     sinks,
     tiled,
     training,
+    widgets,
 )
 from mha_lesson import pretrained as pre
+from mha_lesson.demos import circuits as demo_circuits
 from mha_lesson.lm import corpus as lm_corpus
 from mha_lesson.lm import model as lm_model
 from mha_lesson.lm import train as lm_train
@@ -56,9 +63,14 @@ linear_attention = importlib.import_module("mha_lesson.linear_attention")  # so 
 
 MODULES = (attention, heads, projections, multihead, cost, encoder, embeddings, positional, rope, tiled, circuits)
 HEAD_ANALYSIS = (head_analysis.token_scores, head_analysis.syntax, head_analysis.vector_norms, head_analysis.pruning)
-MODULES += (*HEAD_ANALYSIS, training, gradients, pre, display)
+MODULES += (*HEAD_ANALYSIS, head_analysis.selection, training, gradients, pre, display, measure)
 MODULES += (sinks, gates, norms, mla, linear_attention, differential, kv_cache)
 MODULES += (lm_model, lm_corpus, lm_train)
+WIDGET_MODULES = tuple(
+    importlib.import_module(f"mha_lesson.widgets.{m.name}")
+    for m in pkgutil.iter_modules(widgets.__path__)
+    if not m.name.startswith("_")
+)
 OUTCOMES = (
     "a ValueError naming the argument",
     "the right answer for valid input",
@@ -68,7 +80,7 @@ OUTCOMES = (
     "a hang, or more than 1 GiB",
 )
 NAMED, RIGHT, OTHER_NAME, OTHER_TYPE, SILENT, HANG = OUTCOMES
-TIME_LIMIT = 10  # seconds per call
+TIME_LIMIT = 30  # seconds per call: a widget built on two busy shared cores can take 10
 MEMORY_CAP = 2**30  # bytes a call may allocate above what the parent already holds
 
 P = projections.init_params(8, 2, bias=True, seed=0)
@@ -331,12 +343,115 @@ VALID |= {
     LM_VOCAB.decode: {"ids": np.array([0, 1, 2])},
     LM_ADAMW.step: {"grads": {"w": np.full((2, 2), 0.5)}, "lr": 1e-3},
 }
+# The backward pass, the trainer and the MiniLM analyses: small valid objects, built once in the parent.
+_, CACHE = gradients.forward(X, X, X, P, None)
+T_MODEL = training.init_model("two_lookups", 2, 1, 8, 6, 5, np.random.default_rng(0))
+T_TOKENS = np.array([[0, 1, 2, 3, 4, 0], [4, 3, 2, 1, 0, 1]])
+MINILM = pre.load_minilm()
+SENTENCES = head_analysis.load_relations()
+COREF = [s for s in SENTENCES if s.arcs["coref"]][:2]
+TWO = [*COREF, *(s for s in SENTENCES if s.arcs["det"])][:3]
+MAPS = head_analysis.word_maps(MINILM, TWO)
+TEXTS = ["The cat sat.", "A dog ran home."]
+IDS, LENGTHS, _ = MINILM.tokenize(TEXTS)
+PAIRS = [(p.sentence, p.paraphrase) for p in head_analysis.load_paraphrases()[:3]]
+LM_TC2 = lm_train.TrainConfig(steps=2, batch=2, warmup=1, eval_every=1, eval_batches=1)
+LM_IDS = np.arange(40) % 7
+LM_VOCAB7 = lm_corpus.Vocab("abcdefg")
+LM_TRAINER = lm_train.Trainer(LM_C, LM_TC2, LM_IDS, LM_IDS[::-1].copy(), LM_VOCAB7)
+SCRATCH = tempfile.mkdtemp(prefix="bad_input_sweep_")
+CHECKPOINT = os.path.join(SCRATCH, "trained.npz")
+lm_train.save_checkpoint(CHECKPOINT, LM_TRAINER)
+VALID |= {
+    gradients.forward: {"q": X, "k": X, "v": X, "params": P, "mask": None, "check": True},
+    gradients.backward: {"cache": CACHE, "grad_output": X, "params": P, "check": True},
+    tiled.rescale: {
+        "row_sum": np.full((2, 4, 1), 2.0),
+        "out": Y,
+        "m_old": np.zeros((2, 4, 1)),
+        "m_new": np.ones((2, 4, 1)),
+    },  # fmt: skip
+    training.init_model: {"task": "two_lookups", "h": 2, "layers": 1, "d_model": 8, "n": 6, "vocab": 5, "rng": G},
+    training.forward: {"model": T_MODEL, "tokens": T_TOKENS},
+    training.Trainer: {"task": "two_lookups", "h": 2, "seed": 0, "layers": 1, "steps": 2, "batch": 2},
+    training.train: {
+        "task": "two_lookups",
+        "h": 2,
+        "seed": 0,
+        "layers": 1,
+        "callback": None,
+        "checkpoints": (0, 1),
+        "steps": 2,
+        "batch": 2,
+    },  # fmt: skip
+    head_analysis.word_maps: {"model": MINILM, "sentences": TWO},
+    head_analysis.relation_table: {"model": MINILM, "sentences": TWO, "directions": ("dependent->head",), "maps": MAPS},
+    head_analysis.antecedent_baselines: {"sentences": COREF},
+    head_analysis.sink_scores: {"model": MINILM, "sentences": TEXTS},
+    head_analysis.load_relations: {"path": None},
+    head_analysis.ablated_model: {"model": MINILM, "heads": [(0, 1)], "means": None},
+    head_analysis.head_importance: {"model": MINILM, "pairs": PAIRS, "mode": "zero", "heads": None},
+    head_analysis.prune_curve: {
+        "model": MINILM,
+        "pairs": PAIRS,
+        "mode": "mean",
+        "order": [(li, hi) for li in range(6) for hi in range(12)],
+        "counts": [0, 3],
+    },  # fmt: skip
+    head_analysis.pruning_reference: {},
+    head_analysis.wilson_interval: {"hits": 3, "n": 10, "z": 1.96},
+    head_analysis.arc_hits: {"maps": MAPS, "sentences": TWO, "relation": "det"},
+    head_analysis.held_out_selection: {"maps": MAPS, "sentences": TWO, "relation": "det", "seed": 0, "n_boot": 20},
+    measure.peak_bytes: {"fn": attention.causal_mask, "n": 4},
+    pre.load_minilm: {"dtype": np.float32},
+    pre.head_ablation: {"model": MINILM, "sentences": TEXTS[:1]},
+    pre.model_dir: {},
+    pre.torch_reference: {},
+    pre.corpus: {},
+    MINILM.tokenize: {"sentences": TEXTS},
+    MINILM.word_ids: {"sentences": TEXTS},
+    MINILM.embed: {"ids": IDS},
+    MINILM.hidden_states: {"ids": IDS, "lengths": LENGTHS, "need_weights": True},
+    MINILM.encode: {"sentences": TEXTS, "batch_size": 1},
+    MINILM.attentions: {"text": TEXTS[0]},
+    MINILM.attentions_many: {"texts": TEXTS},
+    MINILM.without_heads: {"heads": [(0, 1)]},
+    lm_train.Trainer: {"config": LM_C, "tc": LM_TC2, "train_ids": LM_IDS, "val_ids": LM_IDS, "vocab": LM_VOCAB7},
+    LM_TRAINER.step: {},
+    LM_TRAINER.evaluate: {},
+    LM_TRAINER.make_batch: {},
+    lm_train.save_checkpoint: {"path": CHECKPOINT, "trainer": LM_TRAINER},
+    lm_train.load_checkpoint: {"checkpoint": CHECKPOINT},
+}
+
+
+def widget_constructors() -> list[type]:
+    """Every public class of the widget modules: the explorers, the quiz and the setup check."""
+    return [
+        obj
+        for mod in WIDGET_MODULES
+        for name, obj in vars(mod).items()
+        if not name.startswith("_") and inspect.isclass(obj) and obj.__module__ == mod.__name__
+    ]
+
+
+def defaults(cls: type) -> dict | None:
+    """cls's keyword defaults as its valid call (what the lessons open it with), or None when one is required."""
+    params = [
+        p for n, p in inspect.signature(cls).parameters.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+    ]
+    if any(p.default is p.empty for p in params):
+        return None
+    return {p.name: p.default for p in params}
+
+
+WIDGET_RECORDS = [cls for cls in widget_constructors() if defaults(cls) is None]
+VALID |= {cls: defaults(cls) for cls in widget_constructors() if cls not in WIDGET_RECORDS}
 # Public functions and methods the sweep leaves out, and why.
 LEFT_OUT = {
     "unchecked, as its docstring says": [
-        attention.attend, multihead.kv_heads, multihead.attention_heads, tiled.rescale, training.init_model,
-        training.loss_and_grads,
-        gradients.forward, gradients.backward, gradients.masked_softmax, gradients.row_sums,
+        attention.attend, multihead.kv_heads, multihead.attention_heads, training.loss_and_grads,
+        gradients.masked_softmax, gradients.row_sums,
         gradients.projection_backward, gradients.concat_backward, gradients.weighted_sum_backward,
         gradients.softmax_backward, gradients.scores_backward, gradients.scale_backward,
         gradients.shared_heads_backward, lm_model.attn_params, lm_model.layer_norm, lm_model.layer_norm_backward,
@@ -344,26 +459,25 @@ LEFT_OUT = {
     ],
     "checks for other functions (their callers' calls cover them)": [
         attention.check_qkv, multihead.check_qk_norm, lm_model.check_tokens, projections.MHAParams.head_indices,
-        pre.MiniLM.layer_heads,
+        pre.MiniLM.layer_heads, head_analysis.syntax.check_sentences, head_analysis.syntax.check_maps,
     ],
-    "runs as long as asked, steps=10**9 being 10**9 steps (tests/test_training)": [training.Trainer.run],
+    "runs as long as asked, steps=10**9 being 10**9 steps (tests/test_training, test_lm)": [
+        training.Trainer.run, lm_train.Trainer.run,
+    ],
     "formats a trainer's own counters for display (tests/test_lm's CLI run)": [lm_train.progress_line],
-    "needs the MiniLM model or a training run (tests/test_pretrained, tests/head_analysis, test_training)": [
-        *(getattr(head_analysis, f) for f in ("word_maps", "relation_table", "sink_scores", "ablated_model")),
-        *(getattr(head_analysis, f) for f in ("head_importance", "prune_curve", "pruning_results")),
-        *(getattr(head_analysis, f) for f in ("pruning_reference", "load_relations", "antecedent_baselines")),
-        pre.MiniLM, pre.load_minilm, pre.head_ablation,
-        pre.model_dir, pre.torch_reference, pre.corpus, training.forward, training.Trainer, training.train,
-        circuits.InductionModel, lm_train.Trainer, lm_train.save_checkpoint, lm_train.load_checkpoint,
-        lm_train.Trainer.step, lm_train.Trainer.evaluate, lm_train.Trainer.run, lm_train.Trainer.make_batch,
-        *(getattr(pre.MiniLM, m) for m in ("tokenize", "word_ids", "embed", "hidden_states", "encode", "attentions")),
-        pre.MiniLM.attentions_many, pre.MiniLM.without_heads,
-    ],
-    "records (dataclasses without checks of their own)": [
+    "runs all 144 single-head ablations twice, minutes (its pieces head_importance, prune_order and prune_curve "
+    "are swept)": [head_analysis.pruning_results],
+    "records (dataclasses without checks of their own, built by the functions that return them)": [
         head_analysis.Annotated, head_analysis.Paraphrase, training.Batch, training.Model, training.Checkpoint,
-        training.TrainResult, gradients.Cache, pre.ModelNotInstalledError,
+        training.TrainResult, gradients.Cache, pre.ModelNotInstalledError, pre.MiniLM, circuits.InductionModel,
+        *WIDGET_RECORDS,
     ],
 }  # fmt: skip
+# Arguments the sweep leaves alone: a huge value there is a valid request for a long run, not bad input.
+NOT_SWEPT = {(training.train, "steps"), (training.Trainer, "steps")}
+# Valid calls that allocate between the sweep's 1 GiB cap and the library's 4 GiB max_bytes rule: (fn, arg, label).
+WITHIN_MAX_BYTES = {(attention.padding_mask, "n", "huge")}
+demo_circuits.trained_runs()  # CheckpointExplorer's two training runs, once here rather than in every child
 
 
 def public_methods() -> list[Callable]:
@@ -389,14 +503,18 @@ def public_functions() -> list[Callable]:
     ]
 
 
-NUMBERS_ARE_VALID = {"axis", "threshold", "little", "offsets"}  # where a negative or zero number is fine
+NUMBERS_ARE_VALID = {"axis", "threshold", "little", "offsets", "off", "offset"}  # negative or zero is fine here
+FREE_TEXT = {"reference_name", "text", "path"}  # any string is valid text, or a file name (written in SCRATCH)
+# -inf is valid here: a masked score for softmax, the running max before any key for rescale.
+NEG_INF_VALID = {("softmax", "x"), ("rescale", "m_old")}
 
 
 def bad_values(fn: Callable, name: str, valid: object) -> list[tuple[str, object, bool]]:
     """(label, value, must_refuse) for argument `name` of fn, chosen by its annotation and valid value."""
-    annotation = str(inspect.signature(fn).parameters[name].annotation)
+    param = inspect.signature(fn).parameters.get(name)  # None for a **sizes override
+    annotation = "" if param is None else str(param.annotation)
     optional = "None" in annotation
-    common = [("a dict", {}, True)] + ([] if optional else [("None", None, True)])
+    common = [("a dict", {}, not isinstance(valid, dict))] + ([] if optional else [("None", None, True)])
     if name == "max_bytes":
         return common + [("NaN", math.nan, True), ("negative", -1, True), ("zero", 0, True), ("a string", "1", True)]
     if name == "dtype":
@@ -411,7 +529,7 @@ def bad_values(fn: Callable, name: str, valid: object) -> list[tuple[str, object
     if isinstance(valid, (bool, np.bool_)):
         return common + [("'no'", "no", True), ("2", 2, True), ("a 2-element array", np.array([True, False]), True)]
     if isinstance(valid, str):
-        return common + [("an int", 5, True), ("nonsense", "nonsense", name != "reference_name"), ("bytes", b"x", True)]
+        return common + [("an int", 5, True), ("nonsense", "nonsense", name not in FREE_TEXT), ("bytes", b"x", True)]
     if isinstance(valid, (int, np.integer)):
         free = name in NUMBERS_ARE_VALID
         return common + [
@@ -425,26 +543,69 @@ def bad_values(fn: Callable, name: str, valid: object) -> list[tuple[str, object
             ("complex", 1j, True), ("negative", -1.0, False), ("zero", 0.0, False),
         ]  # fmt: skip
     if isinstance(valid, np.ndarray) or name in ("mask", "lengths", "tokens", "positions"):
-        return common + array_values(name, valid)
+        return common + array_values(fn, name, valid)
+    if isinstance(valid, dict) and valid and all(isinstance(v, np.ndarray) for v in valid.values()):
+        return common + dict_values(valid)
+    if isinstance(valid, (list, tuple)) and valid and all(isinstance(v, np.ndarray) for v in valid):
+        return common + list_values(valid)
     return common + [("a string", "abc", True), ("an int", 3, True), ("an empty list", [], False)]
 
 
-def array_values(name: str, valid: object) -> list[tuple[str, object, bool]]:
-    """Bad arrays: non-numbers, NaN and inf, complex and object dtypes, wrong ndim, zero size, booleans."""
+NON_FINITE = (("NaN", np.nan), ("+inf", np.inf), ("-inf", -np.inf))
+HUGE_BYTES = 2**33  # a broadcast view this big holds one row in memory, but anything computed from it would not fit
+
+
+def huge_view(a: np.ndarray) -> np.ndarray:
+    """a broadcast (a view, no copy) along a new leading axis to HUGE_BYTES: a batch that would not fit."""
+    return np.broadcast_to(a, (-(-HUGE_BYTES // max(a.nbytes, 1)), *a.shape))
+
+
+def with_entry(a: np.ndarray, value: float) -> np.ndarray:
+    """A float copy of a with its first entry set to value (NaN, +inf, -inf)."""
+    b = a.astype(np.result_type(a.dtype, np.float64) if not np.issubdtype(a.dtype, np.floating) else a.dtype)
+    b.flat[0] = value
+    return b
+
+
+def array_values(fn: Callable, name: str, valid: object) -> list[tuple[str, object, bool]]:
+    """Bad arrays: non-numbers, NaN and +-inf, the wrong dtype (int, bool, float16, complex, object), wrong ndim,
+    0-d and zero size, and a huge broadcast view."""
     a = np.asarray(valid) if valid is not None else np.ones((2, 5, 5), bool)
     out = [("a string", "abc", True), ("an object array", np.array([object()] * 3), True)]
+    out += [("0-D", np.float64(1.0), False), ("zero size", a[..., :0], False), ("extra dim", a[None], False)]
+    if a.size and a.dtype.kind in "biuf":
+        out.append(("a huge broadcast view", huge_view(a), False))
     if name == "mask" or a.dtype == np.bool_:
-        return out + [("a float mask", a.astype(float), True), ("a wrong shape", np.ones((3, 7), bool), True),
-                      ("'yes'", "yes", True)]  # fmt: skip
+        return out + [("a float mask", a.astype(float), True), ("an int mask", a.astype(int), True),
+                      ("a wrong shape", np.ones((3, 7), bool), True), ("'yes'", "yes", True)]  # fmt: skip
     if np.issubdtype(a.dtype, np.floating) and a.size:
-        for label, value in (("NaN", np.nan), ("inf", np.inf)):
-            b = a.copy()
-            b.flat[0] = value
-            out.append((label, b, True))
-        out.append(("complex", a + 1j, True))
+        out += [(label, with_entry(a, value), label != "-inf" or (fn.__name__, name) not in NEG_INF_VALID)
+                for label, value in NON_FINITE]  # fmt: skip
+        out += [("complex", a + 1j, True), ("a bool array", a > a.flat[0], True)]
+        out += [("an int array", np.rint(a).astype(np.int64), False), ("float16", a.astype(np.float16), False)]
     if np.issubdtype(a.dtype, np.integer) and a.size:
-        out.append(("negative ids", -a - 1, False))
-    return out + [("0-D", np.float64(1.0), False), ("zero size", a[..., :0], False), ("extra dim", a[None], False)]
+        out += [("negative ids", -a - 1, False), ("a bool array", a > a.flat[0], True)]
+        out += [(label, with_entry(a, value), True) for label, value in NON_FINITE[:2]]
+    return out
+
+
+def dict_values(valid: dict) -> list[tuple[str, object, bool]]:
+    """A dict of arrays (parameters, gradients, importances) with one entry made bad: None, NaN, +-inf, empty."""
+    key = next(iter(valid))
+    out = [("None inside", {**valid, key: None}, True), ("empty inside", {**valid, key: valid[key][..., :0]}, False)]
+    if valid[key].dtype.kind in "biuf" and valid[key].size:
+        out += [(f"{label} inside", {**valid, key: with_entry(valid[key], v)}, True) for label, v in NON_FINITE]
+    return out
+
+
+def list_values(valid: list | tuple) -> list[tuple[str, object, bool]]:
+    """A list of arrays (weights per sentence, predictions) with the first one made bad: None, NaN, 0-d, empty."""
+    first, rest = valid[0], list(valid[1:])
+    out = [("None inside", [None, *rest], True), ("0-D inside", [np.float64(1.0), *rest], False)]
+    out += [("empty inside", [first[..., :0], *rest], False)]
+    if first.dtype.kind == "f" and first.size:
+        out += [(f"{label} inside", [with_entry(first, v), *rest], True) for label, v in NON_FINITE]
+    return out
 
 
 def finite(result: object) -> bool:
@@ -479,7 +640,7 @@ def classify(fn: Callable, kwargs: dict, name: str | None, label: str, must_refu
         return OTHER_NAME if isinstance(exc, ValueError) else OTHER_TYPE
     except Exception:
         return OTHER_TYPE
-    if label in ("NaN", "inf") and nan_documented(fn):
+    if label.split()[0] in ("NaN", "+inf", "-inf", "inf") and nan_documented(fn):
         return RIGHT
     return SILENT if must_refuse or not finite(result) else RIGHT
 
@@ -496,6 +657,7 @@ def run_forked(fn: Callable, kwargs: dict, name: str | None, label: str, must_re
                 held = int(f.read().split()[0]) * resource.getpagesize()
             resource.setrlimit(resource.RLIMIT_AS, (held + MEMORY_CAP, resource.RLIM_INFINITY))
             signal.alarm(TIME_LIMIT)  # the default action ends the child: a hang
+            os.chdir(SCRATCH)  # a file name swept as a path is written there, not in the repository
             outcome = classify(fn, kwargs, name, label, must_refuse)
         finally:
             os.write(write, pickle.dumps(outcome))
@@ -513,9 +675,13 @@ def cases() -> list[tuple[Callable, str | None, str, object, bool]]:
     for fn, valid in VALID.items():
         out.append((fn, None, "valid", None, False))
         for name, value in valid.items():
-            if name == "sizes":  # check_config's **sizes: a dict of overrides, swept through its values
+            if (fn, name) in NOT_SWEPT:
                 continue
-            out += [(fn, name, label, bad, refuse) for label, bad, refuse in bad_values(fn, name, value)]
+            out += [
+                (fn, name, label, bad, refuse)
+                for label, bad, refuse in bad_values(fn, name, value)
+                if (fn, name, label) not in WITHIN_MAX_BYTES
+            ]
     return out
 
 
@@ -533,8 +699,12 @@ def label(fn: Callable) -> str:
 
 
 def main() -> None:
+    """Print the counts per outcome; -v lists every case not named or right; -k TEXT sweeps the labels holding TEXT."""
+    only = sys.argv[sys.argv.index("-k") + 1] if "-k" in sys.argv else ""
     counts, bad = Counter(), []
     for case in cases():
+        if only not in label(case[0]):
+            continue
         outcome = call(case)
         counts[outcome] += 1
         if outcome not in (NAMED, RIGHT):

@@ -26,12 +26,20 @@ def read_data(path: object, default: str) -> tuple[Path, str]:
         raise ValueError(f"path: expected a readable UTF-8 text file, got {str(path)!r}: {exc}") from None
 
 
+def check_model(model: object, *methods: str) -> None:
+    """Raise ValueError naming model unless it has the MiniLM methods used (a stand-in with them is fine)."""
+    if not all(callable(getattr(model, m, None)) for m in methods):
+        raise ValueError(f"model: expected a MiniLM from load_minilm(), got {type(model).__name__}")
+
+
 def check_weights(w: np.ndarray, name: str = "w") -> np.ndarray:
     """Return w as a finite float array of square (..., n, n) matrices, or raise ValueError naming the argument."""
     # Scores a learner computes on their own attention: a NaN would silently become a NaN score.
     w = as_finite_array(name, w, 2)
     if w.shape[-1] != w.shape[-2]:
         raise ValueError(f"{name}: expected self-attention weights of shape (..., n, n), got {w.shape}")
+    if w.shape[-1] == 0:
+        raise ValueError(f"{name}: expected at least one token (n >= 1), got shape {w.shape}")
     return w
 
 

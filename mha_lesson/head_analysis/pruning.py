@@ -115,7 +115,7 @@ def ablate_heads(params: MHAParams, heads: Iterable[int], means: np.ndarray | No
         return out
     means = as_finite_array("means", means, 2)
     if means.shape != (params.h, params.d_k):
-        raise ValueError(f"means: expected shape ({params.h}, {params.d_k}) (h, d_k), got {means.shape}")
+        raise ValueError(f"means: expected shape ({params.h}, {params.d_k}), (h, d_k) of params, got {means.shape}")
     shift = sum((means[i] @ params.w_o_head(i) for i in heads), start=np.zeros(params.d_model))  # (d_model,)
     b_o = shift if params.b_o is None else params.b_o + shift
     return dataclasses.replace(out, b_o=b_o.astype(params.dtype))
@@ -230,6 +230,8 @@ def head_importance(
     task = _retrieval(pretrained._check_model(model), _pairs_key(pairs))
     means = _means(task, mode)
     heads = None if heads is None else model.layer_heads(heads)
+    if heads is not None and not heads:  # every entry would be NaN
+        raise ValueError("heads: expected at least one (layer, head) pair, or None for every head, got none")
     intact_accuracy, intact_margin = task.score(task.inputs[-1])
     wanted = [(li, hi) for li in range(model.n_layers) for hi in range(model.h)] if heads is None else list(heads)
     accuracy, margin = np.full((model.n_layers, model.h), np.nan), np.full((model.n_layers, model.h), np.nan)
@@ -254,8 +256,9 @@ def prune_order(importance: dict[str, np.ndarray | float]) -> list[tuple[int, in
         )
     accuracy = as_float_array("importance", importance["accuracy_drop"], 0)
     margin = as_float_array("importance", importance["margin_drop"], 0)
-    if np.isnan(accuracy).any() or accuracy.shape != margin.shape or accuracy.ndim != 2:
-        raise ValueError("importance: expected head_importance of every head (no NaN), as (n_layers, h) arrays")
+    finite = np.isfinite(accuracy).all() and np.isfinite(margin).all()
+    if not finite or accuracy.shape != margin.shape or accuracy.ndim != 2:
+        raise ValueError("importance: expected head_importance of every head (finite), as (n_layers, h) arrays")
     flat = np.lexsort((margin.ravel(), accuracy.ravel()))  # last key sorts first
     return [(int(i) // accuracy.shape[1], int(i) % accuracy.shape[1]) for i in flat]
 

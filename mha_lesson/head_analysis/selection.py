@@ -15,12 +15,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._checks import check_nonnegative_int, check_number, check_positive_int, check_size
 from . import syntax
 from .syntax import Annotated
 
 
 def wilson_interval(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson score interval (low, high) for a proportion hits / n; z = 1.96 gives 95%."""
+    check_number("z", z, low=0.0)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n <= 0:
         raise ValueError(f"n: expected a positive whole number of trials, got {n!r}")
     if isinstance(hits, bool) or not isinstance(hits, (int, np.integer)) or not 0 <= hits <= n:
@@ -42,8 +44,8 @@ def arc_hits(
     """
     if relation not in syntax.RELATIONS:
         raise ValueError(f"relation: expected one of {syntax.RELATIONS}, got {relation!r}")
-    if len(maps) != len(sentences):
-        raise ValueError(f"maps: expected one word map per sentence ({len(sentences)}), got {len(maps)}")
+    sentences = syntax.check_sentences(sentences)
+    maps = syntax.check_maps(maps, sentences)
     names = [f"word at offset {k:+d}" for k in syntax.OFFSETS]
     if relation == "coref":
         names += ["first noun", "nearest noun"]
@@ -87,8 +89,11 @@ def held_out_selection(
     intervals accuracy_ci and baseline_ci, lead (accuracy - baseline) with lead_ci, a 95% bootstrap interval
     over sentences (seeded), and survives: True when lead_ci lies above 0.
     """
+    seed = check_nonnegative_int("seed", seed)
+    n_boot = check_positive_int("n_boot", n_boot)
     head_hits, base_hits, owner, names = arc_hits(maps, sentences, relation)
     n_sentences = len(sentences)
+    check_size("n_boot", "the bootstrap's resampled sentences", (n_boot, n_sentences, 3), np.float64)
     order = np.random.default_rng(seed).permutation(n_sentences)
     half = np.zeros(n_sentences, dtype=int)
     half[order[n_sentences // 2 :]] = 1  # a random half of the sentences in each fold

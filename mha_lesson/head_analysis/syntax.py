@@ -30,7 +30,7 @@ import numpy as np
 
 from .. import pretrained
 from .._checks import as_array, as_finite_array, check_size, is_int
-from ._common import check_weights, read_data
+from ._common import check_model, check_weights, read_data
 
 # Universal Dependencies relations scored dependent -> head, then "coref": pronoun -> antecedent (MISC Antecedent).
 RELATIONS = ("det", "nsubj", "obj", "amod", "nmod:poss", "coref")
@@ -67,8 +67,24 @@ class Annotated:
 def load_relations(path: str | Path | None = None) -> list[Annotated]:
     """The sentences of a CoNLL-U file (default: the shipped relations.conllu) with their arcs for RELATIONS."""
     import conllu  # only this reader needs it: the rest of the module works without it
+    from conllu.exceptions import ParseException
+    from conllu.parser import DEFAULT_FIELDS, parse_line
 
     path, text = read_data(path, "relations.conllu")
+    # Each token line on its own first, so that a malformed one is reported by file and line number.
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        try:
+            if len(fields) != len(DEFAULT_FIELDS):
+                raise ParseException(f"expected {len(DEFAULT_FIELDS)} tab-separated fields, got {len(fields)}")
+            parse_line(line, DEFAULT_FIELDS)
+            misc = fields[-1]
+            if "Antecedent=" in misc and not misc.split("Antecedent=")[1].split("|")[0].isdigit():
+                raise ParseException(f"expected Antecedent=<token id> in MISC, got {misc!r}")
+        except ParseException as exc:
+            raise ValueError(f"{path.name}: line {number} is not a CoNLL-U token line: {exc}") from None
     sentences = []
     for s, tokens in enumerate(conllu.parse(text), start=1):
         if "text" not in tokens.metadata:
@@ -84,6 +100,34 @@ def load_relations(path: str | Path | None = None) -> list[Annotated]:
         words, upos = tuple(t["form"] for t in tokens), tuple(t["upos"] for t in tokens)
         sentences.append(Annotated(text=tokens.metadata["text"], words=words, upos=upos, arcs=arcs))
     return sentences
+
+
+def check_sentences(sentences: object, name: str = "sentences") -> list[Annotated]:
+    """sentences as a non-empty list of Annotated (load_relations()), or ValueError naming the argument."""
+    if isinstance(sentences, (str, bytes, dict)) or not isinstance(sentences, Sequence) or not sentences:
+        raise ValueError(
+            f"{name}: expected a non-empty list of annotated sentences (load_relations()), got {sentences!r:.60}"
+        )
+    bad = [type(s).__name__ for s in sentences if not isinstance(s, Annotated)]
+    if bad:
+        raise ValueError(f"{name}: expected Annotated sentences (load_relations()), got items of type {bad[0]}")
+    return list(sentences)
+
+
+def check_maps(maps: object, sentences: list[Annotated]) -> list[np.ndarray]:
+    """maps as word_maps of these sentences (one finite (..., words + 2, words + 2) map each), or ValueError."""
+    if isinstance(maps, (str, bytes, dict, np.ndarray)) or not isinstance(maps, Sequence):
+        raise ValueError(f"maps: expected a list of word maps (word_maps(model, sentences)), got {maps!r:.60}")
+    if len(maps) != len(sentences):
+        raise ValueError(f"maps: expected one word map per sentence ({len(sentences)}), got {len(maps)}")
+    out = [check_weights(m, f"maps[{i}]") for i, m in enumerate(maps)]
+    for i, (m, s) in enumerate(zip(out, sentences, strict=True)):
+        if m.ndim != 4 or m.shape[-1] != len(s.words) + 2 or m.shape[:2] != out[0].shape[:2]:
+            raise ValueError(
+                f"maps: expected map {i} of shape (n_layers, h, {len(s.words) + 2}, {len(s.words) + 2}) "
+                f"([CLS], its {len(s.words)} words, [SEP]), got {m.shape}"
+            )
+    return out
 
 
 def word_groups(word_ids: Sequence[int | None]) -> list[list[int]]:
@@ -137,7 +181,8 @@ def most_attended(word_weights: np.ndarray, candidates: np.ndarray) -> np.ndarra
     candidates = as_array("candidates", candidates)
     if candidates.dtype != np.bool_ or candidates.shape != (m,):
         raise ValueError(
-            f"candidates: expected a boolean array of shape ({m},), got {candidates.dtype} {candidates.shape}"
+            f"candidates: expected a boolean array of shape ({m},), one per word of word_weights {w.shape}, "
+            f"got {candidates.dtype} {candidates.shape}"
         )
     allowed = candidates & ~np.eye(m, dtype=bool)  # (m, m): query row i may choose key j
     return np.where(allowed, w, -np.inf).argmax(axis=-1)
@@ -155,7 +200,10 @@ def _check_arcs(arcs: Sequence[Sequence[tuple[int, int]]], sizes: Sequence[int],
     for sentence, m in zip(arcs, sizes, strict=True):
         for arc in sentence if isinstance(sentence, Sequence) else [sentence]:
             if not (isinstance(arc, Sequence) and len(arc) == 2 and all(is_int(i) and 0 <= i < m for i in arc)):
-                raise ValueError(f"arcs: expected (dependent, head) pairs of word indices in [0, {m}), got {arc!r}")
+                raise ValueError(
+                    f"arcs: expected (dependent, head) pairs of word indices in [0, {m}) (the words of {per}), "
+                    f"got {arc!r}"
+                )
     total = sum(len(a) for a in arcs)
     if total == 0:
         raise ValueError("arcs: expected at least one (dependent, head) arc, got none")
@@ -211,7 +259,8 @@ def word_maps(model: pretrained.MiniLM, sentences: Sequence[Annotated]) -> list[
 
     All sentences run through the model in one padded batch (MiniLM.attentions_many).
     """
-    texts = [s.text for s in sentences]
+    check_model(model, "attentions_many", "word_ids")
+    texts = [s.text for s in check_sentences(sentences)]
     maps = []
     for s, (_, w), ids in zip(sentences, model.attentions_many(texts), model.word_ids(texts), strict=True):
         m = word_attention(w, ids)
@@ -230,7 +279,7 @@ def _candidates(sentence: Annotated) -> np.ndarray:
 
 
 def relation_table(
-    model: pretrained.MiniLM,
+    model: pretrained.MiniLM | None,
     sentences: Sequence[Annotated] | None = None,
     *,
     directions: Sequence[str] = ("dependent->head",),
@@ -240,13 +289,17 @@ def relation_table(
 
     Each row is {relation, direction, layer, head, accuracy, baseline, offset, count}: offset is the baseline's
     k and count the number of gold arcs. sentences default to load_relations(); maps (word_maps of the same
-    sentences) are computed once in one padded batch when not given.
+    sentences) are computed once in one padded batch when not given; with maps, model may be None.
     """
-    sentences = load_relations() if sentences is None else list(sentences)
+    if model is not None or maps is None:  # the model only computes maps not given
+        check_model(model, "attentions_many", "word_ids")
+    sentences = load_relations() if sentences is None else check_sentences(sentences)
+    if isinstance(directions, str) or not isinstance(directions, Sequence) or not directions:
+        raise ValueError(f"directions: expected a list of some of {DIRECTIONS}, got {directions!r:.60}")
     bad = [d for d in directions if d not in DIRECTIONS]
-    if bad or not directions:
+    if bad:
         raise ValueError(f"directions: expected some of {DIRECTIONS}, got {list(directions)}")
-    maps = word_maps(model, sentences) if maps is None else list(maps)
+    maps = word_maps(model, sentences) if maps is None else check_maps(maps, sentences)
     candidates = [_candidates(s) for s in sentences]
     # word_maps put [CLS] first, so word k of a sentence is row k + 1.
     arcs = {rel: [[(d + 1, h + 1) for d, h in s.arcs[rel]] for s in sentences] for rel in RELATIONS}
@@ -274,7 +327,7 @@ def antecedent_baselines(sentences: Sequence[Annotated]) -> dict[str, float]:
     Clark et al.'s "nearest mention" baseline. Nouns are NOUN and PROPN words.
     """
     hits, total = {"first noun": 0, "nearest noun": 0}, 0
-    for s in sentences:
+    for s in check_sentences(sentences):
         nouns = [i for i, u in enumerate(s.upos) if u in ("NOUN", "PROPN")]
         for pronoun, antecedent in s.arcs["coref"]:
             before = [i for i in nouns if i < pronoun]

@@ -77,6 +77,8 @@ def corpus_scores(weights: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
             f"weights: expected at least one sentence's attention weights (a list of arrays), got {weights!r}"
         )
     weights = [check_weights(w, f"weights[{s}]") for s, w in enumerate(weights)]
+    if all(np.shape(w)[-1] < 2 for w in weights):  # previous and next token need a pair of tokens
+        raise ValueError("weights: expected at least one sentence of 2 or more tokens, got only 1 x 1 maps")
     lead = np.shape(weights[0])[:-2]
     for s, w in enumerate(weights):
         if np.shape(w)[:-2] != lead:
@@ -129,8 +131,12 @@ def compare_with_clark(
         raise ValueError(
             f"scores: expected (layers, heads) arrays of one shape, got {[s.shape for s in scores.values()]}"
         )
+    shape = scores["previous"].shape
+    if len(shape) != 2 or shape[0] < 2:
+        # One layer has no lower half and no middle layers to set against Clark et al.'s.
+        raise ValueError(f"scores: expected (layers, heads) arrays of at least 2 layers, got shape {shape}")
     check_number("little", little)
-    n_layers, h = scores["previous"].shape
+    n_layers, h = shape
     total = n_layers * h
     lower = n_layers // 2  # layers 0 .. lower-1
     # Layer j (from 0) spans depth j/n .. (j+1)/n; its centre (2j+1)/(2n) within [5/12, 10/12], in integers:

@@ -14,7 +14,7 @@ from .. import pretrained
 from .._blas import one_blas_thread
 from .._checks import as_finite_array
 from ..projections import MHAParams
-from ._common import check_weights, trace_layers
+from ._common import check_model, check_weights, trace_layers
 from .token_scores import corpus_scores
 
 
@@ -51,7 +51,10 @@ def sink_scores(model: pretrained.MiniLM, sentences: list[str] | None = None) ->
     to sum to 1), "norms": {"[CLS]", "[SEP]", "other"}: mean ||v_j W_i^O|| per (layer, head) of those tokens}.
     sentences default to pretrained.corpus(); all run in one padded batch.
     """
-    sentences = pretrained.corpus() if sentences is None else sentences
+    check_model(model, "tokenize", "embed")
+    sentences = pretrained.corpus() if sentences is None else pretrained._check_sentences(sentences)
+    if not sentences:
+        raise ValueError("sentences: expected at least one sentence, got none")
     ids, lengths, _ = model.tokenize(sentences)
     # Small products, as in MiniLM.attentions_many: one BLAS thread (see mha_lesson._blas).
     with one_blas_thread():

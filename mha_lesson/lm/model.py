@@ -90,6 +90,9 @@ def n_params(params: dict[str, np.ndarray]) -> int:
     """The number of parameters (wte counted once: the read-out shares it)."""
     if not isinstance(params, dict) or not params or not all(isinstance(a, np.ndarray) for a in params.values()):
         raise ValueError(f"params: expected a non-empty dict of numpy arrays, got {type(params).__name__}")
+    bad = [name for name, a in params.items() if a.dtype.kind in "fc" and not np.isfinite(a).all()]
+    if bad:
+        raise ValueError(f"params: expected finite values, got NaN or inf in {bad[0]}")
     return sum(a.size for a in params.values())
 
 
@@ -113,6 +116,8 @@ def check_params(params: object, config: GPTConfig) -> dict[str, np.ndarray]:
         if not isinstance(a, np.ndarray) or not np.issubdtype(a.dtype, np.floating) or a.shape != shape:
             got = f"{a.dtype} {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
             raise ValueError(f"params: {name} expected a floating-point array of shape {shape}, got {got}")
+        if not np.isfinite(a).all():
+            raise ValueError(f"params: {name} expected finite values, got NaN or inf")
     return params
 
 
@@ -224,7 +229,7 @@ def _forward(params: dict[str, np.ndarray], config: GPTConfig, tokens: np.ndarra
     for i in range(config.n_layer):
         p, mha = f"h{i}.", attn_params(params, config, i)
         a, ln1 = layer_norm(x, params[p + "ln1.g"], params[p + "ln1.b"])
-        attn_out, attn = gradients.forward(a, a, a, mha, mask)  # the series' attention, intermediates kept
+        attn_out, attn = gradients.forward(a, a, a, mha, mask, check=False)  # unchecked: a NaN must reach the loss
         x = x + attn_out
         m, ln2 = layer_norm(x, params[p + "ln2.g"], params[p + "ln2.b"])
         u = _linear(m, params[p + "mlp.w1"], params[p + "mlp.b1"])  # (B, T, d_ff)
@@ -256,6 +261,8 @@ def ablate_heads(params: dict[str, np.ndarray], config: GPTConfig, heads: object
     them removes exactly that head's contribution (zero ablation); b_O and every other head stay as they were.
     """
     check_params(params, config)
+    if isinstance(heads, (str, bytes, dict)):  # iterable, but not of (layer, head) pairs
+        raise ValueError(f"heads: expected (layer, head) pairs of integers, got {heads!r:.60}")
     try:
         pairs = [(int(layer), int(head)) for layer, head in heads]
     except (TypeError, ValueError):
@@ -282,6 +289,13 @@ def loss_and_grads(
     targets = check_tokens("targets", targets, config)
     if targets.shape != tokens.shape:
         raise ValueError(f"targets: expected the shape of tokens {tokens.shape}, got {targets.shape}")
+    return _loss_and_grads(params, config, tokens, targets)
+
+
+def _loss_and_grads(
+    params: dict[str, np.ndarray], config: GPTConfig, tokens: np.ndarray, targets: np.ndarray
+) -> tuple[float, dict[str, np.ndarray]]:
+    """Unchecked loss_and_grads, for the trainer's own batches: NaN weights give a NaN loss, not an error."""
     out, layers, (xf, lnf) = _forward(params, config, tokens)
     loss, d_logits = cross_entropy(out, targets)
     d_rows = d_logits.reshape(-1, d_logits.shape[-1])  # (B*T, V)
@@ -302,7 +316,7 @@ def loss_and_grads(
         d_mid, grads[p + "ln2.g"], grads[p + "ln2.b"] = layer_norm_backward(d_m, ln2, params[p + "ln2.g"])
         d_x = d_x + d_mid
         # Attention: the series' backward. ln1(x) fed q, k and v, so its gradient is the sum of the three.
-        g = gradients.backward(attn, d_x, mha)
+        g = gradients.backward(attn, d_x, mha, check=False)
         grads |= {f"{p}attn.{k}": g[k] for k in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")}
         d_in, grads[p + "ln1.g"], grads[p + "ln1.b"] = layer_norm_backward(
             g["q"] + g["k"] + g["v"], ln1, params[p + "ln1.g"]

@@ -14,9 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import as_int_array, check_nonnegative_int, check_number, check_positive_int, check_size, type_name
+from .._checks import (
+    as_int_array,
+    check_finite,
+    check_nonnegative_int,
+    check_number,
+    check_positive_int,
+    check_size,
+    type_name,
+)
 from .corpus import Vocab
-from .model import GPTConfig, _forward, check_params, cross_entropy, init_params, loss_and_grads, param_shapes
+from .model import GPTConfig, _forward, _loss_and_grads, check_params, cross_entropy, init_params, param_shapes
 
 FORMAT = "mha_lesson.lm checkpoint 1"
 BAR = 30  # characters in the progress bar
@@ -90,6 +98,7 @@ class AdamW:
         self.tc, self.t = _check_train_config(tc), 0
         self.names = list(params)
         self.flat = np.concatenate([params[n].ravel() for n in self.names])  # (n_params,)
+        check_finite("params", self.flat)
         # Rebind every parameter to a view of flat, so one update of flat updates them all.
         start = 0
         for n in self.names:
@@ -115,6 +124,8 @@ class AdamW:
         g, tmp = self.g, self.tmp
         np.concatenate([grads[n].ravel() for n in self.names], out=g, casting="same_kind")
         norm = math.sqrt(float(np.dot(g, g)))
+        if not math.isfinite(norm):  # one NaN would silently turn every weight into NaN
+            raise ValueError(f"grads: expected finite values, got a gradient of norm {norm}")
         if norm > tc.clip:
             g *= tc.clip / (norm + 1e-6)  # torch.nn.utils.clip_grad_norm_'s factor
         self.t += 1
@@ -189,7 +200,8 @@ class Trainer:
         """One training step; returns its loss (NaN is returned, not raised: run() stops on it)."""
         s = self.step_count
         tokens, targets = self.make_batch()
-        loss, grads = loss_and_grads(self.params, self.config, tokens, targets)
+        # Unchecked: a NaN in the weights must give a NaN loss, which run() reports with its step number.
+        loss, grads = _loss_and_grads(self.params, self.config, tokens, targets)
         lr = lr_at(s, self.tc)
         if math.isfinite(loss):  # a NaN loss must not write NaN into every weight
             self.adam.step(grads, lr)
@@ -253,12 +265,12 @@ def save_checkpoint(path: str | Path, trainer: Trainer) -> None:
     np.savez_compressed(path, meta=np.array(json.dumps(meta)), **arrays)
 
 
-def load_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], GPTConfig, Vocab, dict]:
+def load_checkpoint(checkpoint: str | Path) -> tuple[dict[str, np.ndarray], GPTConfig, Vocab, dict]:
     """Read a checkpoint -> (params, config, vocab, info with train_config and log); ValueError if malformed."""
-    if not isinstance(path, (str, Path)):
-        raise ValueError(f"checkpoint: expected a path, got {type_name(path)}")
+    if not isinstance(checkpoint, (str, Path)):
+        raise ValueError(f"checkpoint: expected a path, got {type_name(checkpoint)}")
     try:
-        with np.load(path, allow_pickle=False) as f:
+        with np.load(checkpoint, allow_pickle=False) as f:
             data = {k: f[k] for k in f.files}
         meta = json.loads(str(data.pop("meta")))
         if meta.get("format") != FORMAT:
@@ -267,7 +279,7 @@ def load_checkpoint(path: str | Path) -> tuple[dict[str, np.ndarray], GPTConfig,
         vocab = Vocab(meta["vocab"])
         train_config = TrainConfig(**meta["train_config"])
     except (OSError, KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
-        raise ValueError(f"checkpoint: {path} is not a readable mha_lesson.lm checkpoint ({exc})") from None
+        raise ValueError(f"checkpoint: {checkpoint} is not a readable mha_lesson.lm checkpoint ({exc})") from None
     if len(vocab) != config.vocab_size:
         raise ValueError(f"checkpoint: {len(vocab)} vocabulary characters but vocab_size={config.vocab_size}")
     params = {k.removeprefix("param/"): a for k, a in data.items() if k.startswith("param/")}

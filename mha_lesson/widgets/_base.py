@@ -29,7 +29,7 @@ import os
 import struct
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 import ipywidgets as widgets
@@ -41,12 +41,31 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .._blas import one_blas_thread
+from .._checks import is_int
 from ..plots.style import RC
 
 
 def divisors(n: int, most: int | None = None) -> list[int]:
     """Positive divisors of n (up to most) in increasing order: the valid head counts for d_model = n."""
     return [i for i in range(1, (n if most is None else min(n, most)) + 1) if n % i == 0]
+
+
+def check_start(name: str, value: object, options: Iterable[Any]) -> None:
+    """Raise ValueError naming a constructor argument whose starting value its control does not offer.
+
+    options: the control's values, or its (label, value) pairs. Checked before the control is built, so a bad
+    start is a ValueError naming the argument, not ipywidgets' TraitError (or a silently clamped slider).
+    """
+    values = [o[1] if isinstance(o, tuple) else o for o in options]
+
+    def kind(x: object) -> str:  # True is not the integer 1 here, nor 2.0 the option 2
+        if isinstance(x, (bool, np.bool_)):
+            return "bool"
+        return "int" if is_int(x) else "float" if isinstance(x, (float, np.floating)) else type(x).__name__
+
+    if not any(kind(value) == kind(v) and value == v for v in values):
+        shown = values if len(values) <= 12 else [*values[:3], "...", *values[-3:]]
+        raise ValueError(f"{name}: expected one of {shown}, got {value!r:.60}")
 
 
 def encode_png(rgba: np.ndarray) -> bytes:

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from ..demos.toy import HEAD_NAMES, TOKENS, toy_embeddings, toy_params
 from ..multihead import multi_head_attention, multi_head_attention_loop
 from ..projections import init_params
-from ._base import Explorer, divisors, fixed_margins
+from ._base import Explorer, check_start, divisors, fixed_margins
 from .attention_maps import SOURCES
 
 D_MODEL, N = 64, 11  # random inputs: the toy's sizes, so both sources fill the same picture
@@ -92,7 +92,11 @@ class AblationExplorer(Explorer):
     backgrounds_kept = 4
 
     def __init__(self, source: str = "toy sentence", h: int = 4, seed: int = 0, off: int = 0) -> None:
+        check_start("source", source, SOURCES)
+        check_start("h", h, HEADS)
+        check_start("seed", seed, range(21))
         start_h = 4 if source == "toy sentence" else h
+        check_start("off", off, self.off_options(start_h))
         controls = {
             "source": widgets.ToggleButtons(options=SOURCES, value=source, description="input"),
             "h": widgets.SelectionSlider(options=HEADS, value=h, description="h (random)"),

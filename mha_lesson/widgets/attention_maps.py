@@ -19,7 +19,7 @@ from ..multihead import multi_head_attention
 from ..plots.attention import heatmap_grid
 from ..plots.heads import set_heatmaps
 from ..projections import init_params
-from ._base import Explorer, divisors, fixed_margins
+from ._base import Explorer, check_start, divisors, fixed_margins
 
 SOURCES = ("toy sentence", "random")
 D_MODELS = (8, 16, 32, 64, 128, 256)
@@ -141,6 +141,16 @@ class AttentionMapExplorer(Explorer):
         causal: bool = False,
         scale: str = "shared",
     ) -> None:
+        for name, value, options in (
+            ("source", source, SOURCES),
+            ("d_model", d_model, D_MODELS),
+            ("n", n, range(1, MAX_N + 1)),
+            ("seed", seed, range(21)),
+            ("causal", causal, (False, True)),
+            ("scale", scale, SCALES),
+        ):
+            check_start(name, value, options)
+        check_start("h", h, divisors(d_model, MAX_HEADS))
         controls = {
             "source": widgets.ToggleButtons(options=SOURCES, value=source, description="input"),
             "d_model": widgets.SelectionSlider(options=D_MODELS, value=d_model, description="d_model"),

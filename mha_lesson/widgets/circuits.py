@@ -16,7 +16,7 @@ from ..circuits import previous_token_pattern, repeat_pattern
 from ..demos.circuits import DISPLAY_K, EVERY, STEPS, H, Run, phase_change, trained_runs
 from ..plots.attention import attention_heatmap
 from ..plots.circuits import pattern_cells
-from ._base import Explorer, settle_layout
+from ._base import Explorer, check_start, settle_layout
 
 MODELS = {"two layers": 2, "one layer": 1}
 
@@ -61,6 +61,8 @@ class CheckpointExplorer(Explorer):
         self.runs = trained_runs()
         if step is None:
             step = phase_change(self.runs[2])["step"]  # open where the induction head is forming
+        check_start("step", step, range(0, STEPS + 1, EVERY))
+        check_start("model", model, MODELS)
         controls = {
             "step": widgets.IntSlider(value=step, min=0, max=STEPS, step=EVERY, description="step"),
             "model": widgets.ToggleButtons(options=list(MODELS), value=model, description="model"),

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from .. import cost
 from ..demos import complexity as cx
 from ..plots.complexity import FlopPartsPlot
-from ._base import Explorer, divisors
+from ._base import Explorer, check_start, divisors
 
 # n on a log scale: powers of two and the points halfway between them (16, 24, 32, 48, ...).
 N_OPTIONS = sorted({int(b * 2**k) for k in range(4, 17) for b in (1, 1.5)} - {98304})
@@ -45,6 +45,9 @@ class ComplexityExplorer(Explorer):
     """Sliders n, d_model, h -> stacked FLOP parts against n (log-log) and their shares, crossover marked."""
 
     def __init__(self, n: int = 4096, d_model: int = 512, h: int = 8) -> None:
+        check_start("n", n, N_OPTIONS)
+        check_start("d_model", d_model, D_MODEL_OPTIONS)
+        check_start("h", h, divisors(d_model))
         controls = {
             "n": widgets.SelectionSlider(options=N_OPTIONS, value=n, description="n"),
             "d_model": widgets.SelectionSlider(options=D_MODEL_OPTIONS, value=d_model, description="d_model"),

@@ -12,13 +12,14 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
+from .._checks import check_number
 from ..attention import causal_mask
 from ..demos.connections import ENCODINGS, X_DMODEL, X_H, position_head
 from ..demos.toy import TOKENS
 from ..multihead import multi_head_attention
 from ..plots.attention import attention_heatmap
 from ..projections import init_params
-from ._base import Explorer, pin_axis_labels, settle_layout
+from ._base import Explorer, check_start, pin_axis_labels, settle_layout
 
 # --- cross-attention: how the shapes follow n_q and n_kv ----------------------------------------------------
 
@@ -87,6 +88,13 @@ class CrossAttentionExplorer(Explorer):
     backgrounds_kept = len(MODES)  # one per labelling of the keys
 
     def __init__(self, n_q: int = 4, n_kv: int = 6, mode: str = "cross-attention", causal: bool = False) -> None:
+        for name, value, options in (
+            ("n_q", n_q, range(1, MAX_LEN + 1)),
+            ("n_kv", n_kv, range(1, MAX_LEN + 1)),
+            ("mode", mode, MODES),
+            ("causal", causal, (False, True)),
+        ):
+            check_start(name, value, options)
         controls = {
             "mode": widgets.ToggleButtons(options=MODES, value=mode, description="mode"),
             "n_q": widgets.IntSlider(
@@ -204,6 +212,10 @@ class PositionHeadExplorer(Explorer):
     """Offset, encoding and gain -> the position head's map on the toy sentence."""
 
     def __init__(self, offset: int = 1, encoding: str = "sinusoidal", gain: float = 9.0) -> None:
+        check_start("offset", offset, range(-3, 4))
+        check_start("encoding", encoding, ENCODINGS)
+        if not 0 <= check_number("gain", gain) <= 16:
+            raise ValueError(f"gain: expected a number from 0 to 16, got {gain!r}")
         controls = {
             "offset": widgets.IntSlider(value=offset, min=-3, max=3, description="offset k", continuous_update=False),
             "encoding": widgets.ToggleButtons(options=ENCODINGS, value=encoding, description="positions"),

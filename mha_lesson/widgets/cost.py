@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 from .._checks import check_heads
 from ..cost import attention_memory_bytes, flop_count, param_count
 from ..plots.cost import DESIGNS, flops_bars, legend_above, set_flops_bars, set_sweep, sweep_axes
-from ._base import Explorer, divisors
+from ._base import Explorer, check_start, divisors
 
 # Widths of well-known models among them (384: MiniLM, 768: BERT-base, 1024: BERT-large); all closed-form.
 D_MODELS = (64, 128, 256, 384, 512, 768, 1024)
@@ -95,6 +95,9 @@ class CostExplorer(Explorer):
     """Sliders h, d_model, n -> FLOPs by part, and FLOPs, parameters and memory against h, for both designs."""
 
     def __init__(self, d_model: int = 512, h: int = 8, n: int = 128) -> None:
+        check_start("d_model", d_model, D_MODELS)
+        check_start("h", h, divisors(d_model))
+        check_start("n", n, LENGTHS)
         controls = {
             "d_model": widgets.SelectionSlider(options=D_MODELS, value=d_model, description="d_model"),
             "h": widgets.SelectionSlider(options=divisors(d_model), value=h, description="h"),

@@ -14,7 +14,7 @@ from ..demos.real_heads import annotated_texts, arc_hits, gold_piece_arcs
 from ..plots.attention import attention_heatmap, weight_colour
 from ..plots.real_heads import frame_cells
 from ..pretrained import MiniLM, ModelNotInstalledError, load_minilm
-from ._base import Explorer, settle_layout
+from ._base import Explorer, check_start, settle_layout
 
 DEFAULT_TEXT = "The animal didn't cross the street because it was too tired."
 MAX_TOKENS_SHOWN = 40  # word pieces, [CLS] and [SEP] included: beyond this the token labels overlap
@@ -109,12 +109,19 @@ class HeadBrowser(Explorer):
         model: MiniLM | None = None,
         relation: str = NO_ARCS,
     ) -> None:
+        if model is not None and not isinstance(model, MiniLM):
+            raise ValueError(f"model: expected a MiniLM (load_minilm()) or None, got {type(model).__name__}")
         self.model = model
         self.shown: tuple[tuple[str, ...], bool] | None = None  # (tokens, annotated) now drawn on the axes
         self.arc_frames: list = []  # the gold arcs' frames now drawn, and what they were drawn for
         self.arcs_shown: tuple | None = None
         # The model loads lazily when none is given; its sizes are all-MiniLM-L6-v2's 6 layers of 12 heads.
         n_layers, h = (model.n_layers, model.h) if model is not None else (6, 12)
+        check_start("layer", layer, range(n_layers))
+        check_start("head", head, range(h))
+        check_start("relation", relation, RELATION_OPTIONS)
+        if not isinstance(text, str):
+            raise ValueError(f"text: expected a string, got {type(text).__name__}")
         slider = {"min": 0, "continuous_update": False}
         controls = {
             "layer": widgets.IntSlider(value=layer, max=n_layers - 1, description="layer", **slider),

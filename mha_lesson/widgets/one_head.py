@@ -14,9 +14,10 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MultipleLocator
 
+from .._checks import check_number
 from ..demos.one_head import binding_task, fit_heads, heads_alphas
 from ..plots.one_head import HEAD_COLOURS
-from ._base import Explorer, settle_layout
+from ._base import Explorer, check_start, settle_layout
 
 STEP = 0.05  # the alpha slider's step: 21 positions from 0 to 1, 0.5 among them
 ALPHAS = np.round(np.arange(0, 1 + STEP / 2, STEP), 2)  # (21,)
@@ -84,6 +85,9 @@ class OneHeadExplorer(Explorer):
     pixel_ratio = 2  # sharp on HiDPI: a move draws a few bars and points, about 30 ms at 2x (bench widgets)
 
     def __init__(self, alpha: float = 0.5, h: int = 1) -> None:
+        if not 0 <= check_number("alpha", alpha) <= 1:  # snapped to the grid's nearest value below
+            raise ValueError(f"alpha: expected a number from 0 to 1, got {alpha!r}")
+        check_start("h", h, HEADS)
         controls = {
             # The grid's values exactly (a FloatSlider lands a hair off them), shown with two decimals.
             "alpha": widgets.SelectionSlider(

@@ -18,7 +18,7 @@ from matplotlib.patches import Patch
 from ..attention import softmax
 from ..demos.scale import STEP_BLOCK, STEP_SCORES, STEP_VALUES, online_softmax_steps
 from ..plots.scale import DONE, LIVE
-from ._base import Explorer, settle_layout
+from ._base import Explorer, check_start, settle_layout
 
 N_BLOCKS = -(-len(STEP_SCORES) // STEP_BLOCK)
 UNREAD = "#f0f0f0"  # keys the loop has not reached: no score computed yet
@@ -78,6 +78,7 @@ class OnlineSoftmaxExplorer(Explorer):
     pixel_ratio = 2  # sharp on HiDPI: a move redraws twelve bars, a line and one text
 
     def __init__(self, blocks: int = 2) -> None:
+        check_start("blocks", blocks, range(1, N_BLOCKS + 1))
         controls = {
             "blocks": widgets.IntSlider(
                 value=blocks, min=1, max=N_BLOCKS, description="blocks read", continuous_update=False

@@ -15,7 +15,7 @@ from ..multihead import multi_head_attention_loop
 from ..plots.attention import attention_heatmap
 from ..plots.projections import set_token_plane, token_plane
 from ..projections import MHAParams, init_params
-from ._base import Explorer, divisors, pin_axis_labels, settle_layout
+from ._base import Explorer, check_start, divisors, pin_axis_labels, settle_layout
 
 D_MODEL = 16
 # A 2-D picture of a head's space needs d_k >= 2, so h stops at d_model / 2.
@@ -111,6 +111,9 @@ class ProjectionExplorer(Explorer):
     backgrounds_kept = 8  # (view, plane size) pairs: nice_limit keeps them few
 
     def __init__(self, h: int = 4, head: int = 0, seed: int = 0) -> None:
+        check_start("h", h, HEADS)
+        check_start("head", head, range(h))
+        check_start("seed", seed, range(10))
         controls = {
             "h": widgets.SelectionSlider(options=HEADS, value=h, description="h"),
             "head": widgets.SelectionSlider(options=tuple(range(h)), value=head, description="head i"),

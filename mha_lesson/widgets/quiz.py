@@ -14,6 +14,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 
+from .._checks import check_nonnegative_int
 from ..aids.flashcards import Card, load_deck
 
 
@@ -21,10 +22,12 @@ class Quiz:
     """Quiz over `cards` (default: the series' deck) in an order shuffled by `seed`; display it to play."""
 
     def __init__(self, cards: Sequence[Card] | None = None, *, seed: int = 0) -> None:
+        if cards is not None and (isinstance(cards, (str, bytes)) or not isinstance(cards, Sequence)):
+            raise ValueError(f"cards: expected a list of flashcards (Card) or None, got {type(cards).__name__}")
         self.cards = list(load_deck() if cards is None else cards)
-        if not self.cards:
-            raise ValueError("cards: expected at least one card, got none")
-        self.seed = seed
+        if not self.cards or not all(isinstance(c, Card) for c in self.cards):
+            raise ValueError(f"cards: expected at least one card, every one a Card, got {self.cards!r:.60}")
+        self.seed = check_nonnegative_int("seed", seed)
         self.round = 0
         self.pool: list[int] = []  # indices of this round's cards, in shuffled order
         self.queue: list[int] = []  # indices still to answer; queue[0] is on screen

@@ -32,7 +32,7 @@ from ..multihead import multi_head_attention
 from ..plots.attention import attention_heatmap
 from ..plots.scale import as_mesh, memory_plot, set_live_block, set_tiled_block, tile_picture
 from ..projections import init_params
-from ._base import Explorer, divisors, fixed_margins, pin_axis_labels, settle_layout
+from ._base import Explorer, check_start, divisors, fixed_margins, pin_axis_labels, settle_layout
 
 # --- tiled attention: peak memory and the live tile ---------------------------------------------------------
 
@@ -88,6 +88,9 @@ class TiledMemoryExplorer(Explorer):
     pixel_ratio = 2  # sharp on HiDPI: a move redraws a few rectangles and lines, about 20 ms at 2x (bench widgets)
 
     def __init__(self, n: int = 8192, block: int = 512, live: int = 3) -> None:
+        check_start("n", n, NS)
+        check_start("block", block, BLOCKS)
+        check_start("live", live, range(1, -(-n // block) + 1))
         controls = {
             "n": widgets.SelectionSlider(options=NS, value=n, description="n (tokens)", continuous_update=False),
             "block": widgets.SelectionSlider(options=BLOCKS, value=block, description="block", continuous_update=False),
@@ -225,6 +228,8 @@ class GQAExplorer(Explorer):
     pixel_ratio = 2  # sharp on HiDPI: eight small maps, about 30 ms a move at 2x (bench widgets)
 
     def __init__(self, h_kv: int = 2, shared_queries: bool = False) -> None:
+        check_start("h_kv", h_kv, H_KV_OPTIONS)
+        check_start("shared_queries", shared_queries, (False, True))
         controls = {
             "h_kv": widgets.SelectionSlider(
                 options=H_KV_OPTIONS, value=h_kv, description="h_kv", continuous_update=False

@@ -25,7 +25,7 @@ from ..plots.scaling import (
     set_variance,
     variance_axes,
 )
-from ._base import Explorer, pin_axis_labels, settle_layout
+from ._base import Explorer, check_start, pin_axis_labels, settle_layout
 
 D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
 MAX_N = 256
@@ -82,6 +82,9 @@ class ScalingExplorer(Explorer):
     warm_controls = ("d_k",)  # the first move to either side of the starting d_k finds its background ready
 
     def __init__(self, d_k: int = 64, n: int = 32, seed: int = 0) -> None:
+        check_start("d_k", d_k, D_KS)
+        check_start("n", n, range(2, MAX_N + 1))
+        check_start("seed", seed, range(21))
         controls = {
             "d_k": widgets.SelectionSlider(options=D_KS, value=d_k, description="d_k"),
             "n": widgets.IntSlider(value=n, min=2, max=MAX_N, description="n (keys)", continuous_update=False),

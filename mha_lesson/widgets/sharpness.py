@@ -15,6 +15,7 @@ import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
 
+from .._checks import check_number
 from ..attention import softmax
 from ..demos.scaling import row_stats
 from ..demos.toy import HEAD_NAMES, TOKENS, toy_embeddings, toy_params
@@ -85,6 +86,8 @@ class SharpnessExplorer(Explorer):
     against g (the curves are fixed; a cursor and one dot per head mark the current g)."""
 
     def __init__(self, gain: float = 0.3) -> None:
+        if not 0 <= check_number("gain", gain) <= MAX_GAIN:
+            raise ValueError(f"gain: expected a number from 0 to {MAX_GAIN}, got {gain!r}")
         controls = {
             "gain": widgets.FloatSlider(
                 value=gain,

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from .._blas import one_blas_thread
 from ..demos.training import offset_masses
 from ..training import TASKS, Trainer
-from ._base import Explorer, fixed_margins
+from ._base import Explorer, check_start, fixed_margins
 from ._threaded import BackgroundTraining
 
 TASK = "two_lookups"
@@ -126,6 +126,9 @@ class TrainingExplorer(BackgroundTraining, Explorer):
     warm_controls = ("h",)  # a new h builds a new figure: the two next to the starting h are built ahead
 
     def __init__(self, h: int = 2, seed: int = 0, *, start_trained: bool = False) -> None:
+        check_start("h", h, HS)
+        check_start("seed", seed, range(SEEDS))
+        check_start("start_trained", start_trained, (False, True))
         controls = {
             "h": widgets.ToggleButtons(options=[(str(v), v) for v in HS], value=h, description="heads h"),
             "seed": widgets.IntSlider(value=seed, min=0, max=SEEDS - 1, description="seed", continuous_update=False),

@@ -267,3 +267,13 @@ def test_relation_table_on_minilm_agrees_with_loops(minilm):
     for relation, layer, head in [("obj", 2, 0), ("coref", 1, 3), ("det", 5, 7)]:
         assert small[relation, layer, head] == pytest.approx(_loop_accuracy(few, runs, relation, layer, head))
         assert 0.0 <= table[relation, layer, head] <= 1.0
+
+
+def test_a_malformed_conllu_file_is_named_by_file_and_line(tmp_path):
+    path = tmp_path / "bad.conllu"
+    path.write_text("# text = a b\n1\ta\t_\tDET\t_\t_\t2\tdet\t_\t_\n2\tb\t_\tNOUN\t_\t_\tx\troot\t_\t_\n\n")
+    with pytest.raises(ValueError, match=r"^bad\.conllu: line 3 is not a CoNLL-U token line: .*'head'"):
+        hs.load_relations(path)
+    path.write_text("# text = a b\n1\ta\n\n")
+    with pytest.raises(ValueError, match=r"^bad\.conllu: line 2 .* expected 10 tab-separated fields, got 2"):
+        hs.load_relations(path)

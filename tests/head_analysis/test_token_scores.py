@@ -80,6 +80,14 @@ def test_bad_input_is_named():
         hs.corpus_scores([np.ones((2, 3, 3)) / 3, np.ones((3, 3)) / 3])
     with pytest.raises(ValueError, match="lengths: expected"):
         hs.uniform_baseline([4, 1])
+    for score in (hs.first_token, hs.last_token):  # an empty map has no key 0 nor n-1
+        with pytest.raises(ValueError, match=r"^w: expected at least one token"):
+            score(np.zeros((2, 0, 0)))
+    with pytest.raises(ValueError, match=r"^weights: expected at least one sentence of 2 or more"):
+        hs.corpus_scores([np.ones((2, 1, 1))])  # previous and next would be means of nothing: NaN
+    one_layer = {name: np.full((1, 12), 0.1) for name in hs.SCORES}
+    with pytest.raises(ValueError, match=r"^scores: expected .* at least 2 layers"):
+        hs.compare_with_clark(one_layer, hs.uniform_baseline([5, 6]))
 
 
 @given(hnp.arrays(np.float64, (6, 6), elements=st.floats(0.01, 1.0)))
