@@ -122,6 +122,14 @@ def test_markdown_code_cells_hold_a_sentence_not_paragraphs(path):
 
 
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_cell_displays_what_show_source_returns(path):
+    """show_source displays its listing and returns None: display(show_source(f)) prints a stray "None"."""
+    for i, c in enumerate(ls.load(path)["cells"]):
+        if c["cell_type"] == "code":
+            assert not re.search(r"display\(\s*(mha\.)?show_source\(", ls.cell_text(c)), f"cell {i}"
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: p.stem)
 def test_every_link_to_a_notebook_and_a_glossary_term_resolves(path):
     anchors = {t.anchor for t in gl.TERMS}
     text = "\n".join(ls.cell_text(c) for c in ls.load(path)["cells"] if c["cell_type"] == "markdown")

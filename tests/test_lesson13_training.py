@@ -216,6 +216,22 @@ def test_a_width_one_head_can_make_the_previous_token_pattern_by_construction():
     assert lesson.fit_low_rank(target, 1, mask, steps=lesson.LONG_FIT_STEPS, start=(want_u, want_v)).kl < 0.15
 
 
+def test_the_lessons_exact_fit_is_the_figures_and_only_d_k_15_reaches_it():
+    """The prose's "KL below 10^-k" is the threshold the KL figure marks with ▼, and the fits cross it at n - 1."""
+    import json
+    import re
+
+    from mha_lesson.plots import training as pt
+
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "13_training_heads.ipynb").read_text())
+    prose = "\n".join("".join(c["source"]) for c in cells["cells"] if c["cell_type"] == "markdown")
+    stated = {float(f"1e-{k}") for k in re.findall(r"exact fit \(KL below \$10\^\{-(\d+)\}\$", prose)}
+    assert stated == {pt.KL_FLOOR}
+    target = lesson.lookup_target(lesson.LOW_RANK_N)
+    assert lesson.fit_low_rank(target, lesson.LOW_RANK_N - 1).kl < pt.KL_FLOOR
+    assert lesson.fit_low_rank(target, 12).kl > pt.KL_FLOOR
+
+
 def test_fit_low_rank_rejects_a_start_of_the_wrong_shape():
     with pytest.raises(ValueError, match="start"):
         lesson.fit_low_rank(lesson.previous_target(16), 1, start=(np.zeros((16, 2)), np.zeros((16, 2))))
