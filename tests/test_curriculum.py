@@ -1,6 +1,7 @@
 """The two tracks: every lesson's metadata, its size, its takeaways, its links, and the pages built from them."""
 
 import ast
+import json
 import re
 
 import pytest
@@ -155,6 +156,50 @@ def test_start_page_table_is_generated_from_the_metadata():
         assert f"]({lesson.stem}.ipynb) | {lesson.minutes} min |" in block
 
 
+def test_start_page_table_shows_each_deeper_lessons_needs_and_each_lesson_states_them_first():
+    lessons = ls.read_lessons()
+    _, block = ls.generated_block(ls.load(ls.NOTEBOOKS / f"{ls.START_PAGE}.ipynb"), ls.BEGIN, ls.END)
+    stems = {x.number: x.stem for x in lessons}
+    for lesson in lessons:
+        if lesson.track != "deeper":
+            continue
+        row = next(line for line in block.splitlines() if f"]({lesson.stem}.ipynb) |" in line)
+        needs = row.rstrip(" |").rsplit(" | ", 1)[1]
+        linked = [int(k) for k in re.findall(r"\[(\d+)\]\(\d\d_", needs)]
+        assert linked == list(lesson.needs), (lesson.stem, row)
+        if not lesson.needs:
+            assert needs == "the core path only", row
+        first = ls.cell_text(ls.load(ls.NOTEBOOKS / f"{lesson.stem}.ipynb")["cells"][0])
+        line = next((x for x in first.split("\n\n") if x.startswith("**Needs:**")), "")
+        assert line, f"{lesson.stem}: the first cell does not state what it needs"
+        for k in lesson.needs:
+            assert f"]({stems[k]}.ipynb)" in line, f"{lesson.stem}: its first cell does not name lesson {k}"
+    assert "in any order" not in block.split("### The deeper track")[1].split("\n")[0]
+
+
+def test_a_lessons_needs_are_earlier_lessons_listed_once(tmp_path):
+    path = tmp_path / "14_x.ipynb"
+    for needs, ok in (
+        ([12, 13], True),
+        ([15], False),
+        ([14], False),
+        ([13, 12], False),
+        ([12, 12], False),
+        ("12", False),
+    ):
+        meta = {"mha_lesson": {"track": "deeper", "minutes": 30, "needs": needs}}
+        path.write_text(
+            json.dumps({"cells": [{"cell_type": "markdown", "source": "# Lesson 14: X"}], "metadata": meta})
+        )
+        if ok:
+            assert ls.read_lesson(path).needs == tuple(needs)
+        else:
+            with pytest.raises(ValueError, match="14_x.ipynb: expected needs"):
+                ls.read_lesson(path)
+    for lesson in ls.read_lessons():  # the committed lessons: every need is an earlier deeper lesson
+        assert all(10 <= k < lesson.number for k in lesson.needs), lesson
+
+
 def test_curriculum_markdown_puts_each_lesson_in_its_track():
     lessons = [
         ls.Lesson("00_start", "Start", "start", 10),
@@ -187,6 +232,28 @@ def test_glossary_is_the_review_lessons_last_section_generated_from_its_terms():
     start = ls.load(ls.NOTEBOOKS / "00_start_here.ipynb")["cells"]
     link = f"]({gl.page().name}#{gl.ANCHOR})"
     assert any(link in ls.cell_text(c) for c in start if c["cell_type"] == "markdown")
+
+
+def lesson_words(stem: str) -> str:
+    """A lesson's cells (prose and code) in lower case with whitespace collapsed, without the generated glossary."""
+    text = "\n".join(ls.cell_text(c) for c in ls.load(ls.NOTEBOOKS / f"{stem}.ipynb")["cells"])
+    if gl.BEGIN in text:
+        text = text[: text.index(gl.BEGIN)] + text[text.index(gl.END) :]
+    return re.sub(r"\s+", " ", text.lower())
+
+
+@pytest.mark.parametrize("term", gl.TERMS, ids=lambda t: t.term)
+def test_every_glossary_entry_points_at_a_lesson_that_uses_the_term(term):
+    words = lesson_words(term.lesson)
+    for spelling in term.spelled or (term.term,):
+        assert spelling in words, f"{term.lesson} never writes {spelling!r}"
+
+
+def test_the_glossary_pointers_the_issue_found_wrong_now_point_where_the_term_is_used():
+    by_term = {t.term: t.lesson for t in gl.TERMS}
+    assert "logit" not in lesson_words("04_scaled_dot_product_attention")
+    assert by_term["logit"] != "04_scaled_dot_product_attention"
+    assert by_term["residual stream"] == "13_training_heads"  # lesson 13 introduces it, before lesson 14
 
 
 @pytest.mark.parametrize(
