@@ -1,6 +1,8 @@
 """Lesson 20 (your own language model): the head-role patterns, distance profiles, ablations and the mixed data,
 each against a hand computation or a loop; the shipped runs against their regenerating code and the lesson's claims."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -219,3 +221,17 @@ def test_full_budget_runs_have_one_and_sixteen_heads_and_regenerate():
     # h = 4 with the same recipe is the shipped default run: the two code paths build the same trainer.
     shipped = lesson.sweep_trainer(4, 0, steps=3500)
     assert shipped.config == lesson.load_model()[1] and shipped.tc.steps == 3500 and shipped.tc.batch == 12
+
+
+def test_the_english_text_takeaways_and_hinglish_recap_state_the_shipped_validation_loss():
+    """Every "1.xx nats per character" in lesson 20 is the shipped run's last validation estimate, to 2 decimals."""
+    import json
+    import re
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "20_your_own_language_model.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+    stated = re.findall(r"(\d\.\d\d) nats per character", prose)
+    assert len(stated) >= 3  # the text, the takeaway and the Hinglish recap
+    shipped = lesson.load_model()[3]["log"]["val_loss"][-1]
+    assert set(stated) == {f"{shipped:.2f}"}

@@ -43,6 +43,16 @@ def ablation_table_markdown() -> str:
     return head + "\n".join(rows)
 
 
+def ablation_table_after(answer: object) -> str:
+    """The measured table once `answer` holds a prediction (one of the options), else a line saying so.
+
+    Shown only after the prediction, so an executed notebook does not print the answer under the question.
+    """
+    if isinstance(answer, str) and answer.strip().lower() in KIND_OPTIONS:
+        return ablation_table_markdown()
+    return '*The measured table appears here once `answer` above holds your prediction ("a", "b" or "c").*'
+
+
 def check_ablation_prediction(answer: object) -> Feedback:
     """Exercise 1: the kind whose loss rises most when layer 0, head 3 is zeroed, measured on validation text."""
     r = ablation_by_kind()
