@@ -267,3 +267,14 @@ def test_the_glossary_pointers_the_issue_found_wrong_now_point_where_the_term_is
 def test_check_terms_names_what_is_wrong(term, message):
     with pytest.raises(ValueError, match=message):
         gl.check_terms((*gl.TERMS, term))
+
+
+def test_the_review_counts_the_softmax_as_lesson_10_does_and_quizzes_one_part():
+    from mha_lesson import cost
+
+    cells = ls.load(gl.page())["cells"]
+    prose = " ".join(ls.cell_text(c) for c in cells if c["cell_type"] == "markdown")
+    assert re.findall(r"\$(\d)\\,h\\,n\^2\$ FLOPs as lesson 10 counts it", prose) == [str(cost.SOFTMAX_OPS_PER_WEIGHT)]
+    assert "$h n^2$ work" not in prose
+    code = "\n".join(ls.cell_text(c) for c in cells if c["cell_type"] == "code")
+    assert "quiz(seed" not in code and "select_cards(cards, track=" in code and "quiz_minutes(" in code
