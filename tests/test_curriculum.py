@@ -278,3 +278,9 @@ def test_the_review_counts_the_softmax_as_lesson_10_does_and_quizzes_one_part():
     assert "$h n^2$ work" not in prose
     code = "\n".join(ls.cell_text(c) for c in cells if c["cell_type"] == "code")
     assert "quiz(seed" not in code and "select_cards(cards, track=" in code and "quiz_minutes(" in code
+
+
+def test_lesson_4_cites_the_transformer_papers_footnote_for_the_variance_argument():
+    nb = ls.load(ls.NOTEBOOKS / "04_scaled_dot_product_attention.ipynb")
+    cell = next(ls.cell_text(c) for c in nb["cells"] if ls.cell_text(c).startswith("## 5. Why divide by"))
+    assert r"\mathrm{Var}(q \cdot k) = d_k" in cell and "section 3.2.1, footnote 4" in cell
