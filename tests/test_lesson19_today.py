@@ -257,3 +257,57 @@ def test_the_corrected_claims_of_lesson_19():
                   "Katharopoulos et al. 2020", "Schlag et al. 2021", "Arora et al. (2024)", "Jelassi et al. (2024",
                   "MHA2MLA", "TransMLA", "disputed"):  # fmt: skip
         assert cited in prose, cited
+
+
+def test_the_review_corrections_of_lesson_19():
+    """Wortsman et al., Sun et al., the cache line named, DeepSeek's query latent, MiniMax's critic, in their words."""
+    prose = _lesson19_prose()
+    assert "qk-layernorm mitigates it at small scale just as at large" in prose and "removes it" not in prose
+    assert 'the first delimiter such as "." or a newline (their Section 2)' in prose
+    assert 'the line "5:1, cache NOT windowed"' in prose and "the third line" not in prose
+    assert prose.index("Reach is not capacity") < prose.index("but only if the local layers' caches")
+    assert "`q_lora_rank` in the V2 and V3 configurations; V2-Lite has none" in prose
+    assert "no (RMSNorm on the query and KV latents)" in prose
+    assert "(as reported by QbitAI, 4 November 2025)" in prose
+
+
+def test_the_cache_line_the_text_names_is_one_the_cell_prints():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "19_attention_today.ipynb"
+    code = [
+        "".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"
+    ]
+    assert any('("5:1, cache NOT windowed", pattern, False)' in src for src in code)
+
+
+def test_lesson_19s_main_part_leaves_the_evidence_lists_to_going_deeper():
+    """The main text keeps one sentence and the verdict; issue and pull-request numbers sit in Going deeper."""
+    from mha_lesson.aids import lessons as ls
+
+    nb = ls.load(ls.NOTEBOOKS / "19_attention_today.ipynb")
+    main = " ".join(ls.cell_text(c) for c in ls.worked_cells(nb) if c["cell_type"] == "markdown")
+    for detail in (
+        "pull request 117",
+        "pull request 13194",
+        "issue 1663",
+        "issue 114",
+        "issue 4716",
+        "Sources: DeepSeek",
+    ):
+        assert detail not in main, detail
+    full = _lesson19_prose()
+    for detail in (
+        "pull request 117",
+        "issue 1663",
+        "issue 114",
+        "issue 4716",
+        "pull request 13194",
+        "§8, the table's",
+    ):
+        assert detail in full, detail
+    for term in ("mixture-of-experts models (each token", "INT8 quantization, storing", "GroupNorm: a layer norm",
+                 "throughput (tokens generated per second)", "speedrun (a public contest",
+                 "divided by their root-mean-square (RMSNorm"):  # fmt: skip
+        assert term in full, term
