@@ -444,3 +444,23 @@ def test_blas_name_is_numpys_own_blas_when_another_is_loaded_first(monkeypatch):
     assert lesson.blas_name() == "openblas 0.3.31 SkylakeX"
     monkeypatch.setattr(_blas, "threadpool_info", lambda: libs[:1])  # a numpy linked to the system's BLAS
     assert lesson.blas_name() == "openblas 0.3.30 Haswell"
+
+
+def test_the_primer_loop_shows_the_plateau_the_text_describes():
+    """Lesson 13's ten-line loop: the loss crawls from step 100 to 150, then falls by over 2 nats by step 200."""
+    import json
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "13_training_heads.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    loop = next("".join(c["source"]) for c in cells if "model.flat -= 0.5 * grad" in "".join(c["source"]))
+    assert "step == 1 or step % 25 == 0" in loop  # the printed steps include 100, 125, 150, 175, 200
+    model = training.init_model("two_lookups", h=2, layers=1, d_model=16, n=16, vocab=16, rng=np.random.default_rng(0))
+    data, losses = np.random.default_rng(1), {}
+    for step in range(1, 201):
+        loss, grad = training.loss_and_grads(model, training.make_batch("two_lookups", data, 64, 16, 16))
+        model.flat -= 0.5 * grad
+        losses[step] = loss
+    crawl = [losses[s] - losses[s + 25] for s in (100, 125)]
+    assert all(0 < d < 0.4 for d in crawl) and losses[150] - losses[200] > 2 and losses[200] < 0.3
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+    assert "**plateau** (about steps 100 to 150 above" in prose and "drops close to 0 within 50 steps" in prose
