@@ -188,7 +188,7 @@ TERMS: tuple[Term, ...] = (
       "20_your_own_language_model"),
     T("minilm", "A small BERT-style encoder distilled from a larger one (Wang et al. 2020). The lessons load "
       "all-MiniLM-L6-v2, which sentence-transformers tuned to embed sentences: 6 layers of 12 heads, "
-      "d_model = 384.", "15_real_heads"),
+      "d_model = 384 (its 6 layers are every second layer of the distilled 12-layer MiniLM).", "15_real_heads"),
     T("post-ln", "The original Transformer's order: a layer norm after each residual addition, x' = LN(x + "
       "MHA(x)). Pre-LN (GPT-2 and most later models) normalises each sub-layer's input instead.",
       "12_connections"),
