@@ -249,3 +249,18 @@ def test_time_parts_reports_rates_consistent_with_the_flop_count():
     assert parts["quadratic_rate"] * parts["quadratic_seconds"] == pytest.approx(quad * 32 * 32)
     with pytest.raises(ValueError, match="h: expected a divisor"):
         cx.time_parts(32, 16, 3)
+
+
+@pytest.mark.parametrize(
+    ("in_n", "in_d", "want"),
+    [
+        ({64: (1.9, 1.8), 256: (1.7, 1.6)}, (1.5, 1.7), "steeper than the FLOP count's for every width"),
+        ({64: (1.80, 1.90), 256: (1.66, 1.67)}, (1.5, 1.7), "flatter at d_model = 64; about equal at d_model = 256"),
+        ({64: (1.80, 1.90), 256: (1.56, 1.67)}, (1.8, 1.7), "flatter than the FLOP count's for every width"),
+    ],
+)
+def test_slope_sentence_follows_the_run(in_n, in_d, want):
+    text = cx.slope_sentence(in_n, in_d)
+    assert want in text
+    d_side = "steeper" if in_d[0] > in_d[1] else "flatter"
+    assert text.endswith(f"the one in d_model {d_side} than the FLOP count's.")

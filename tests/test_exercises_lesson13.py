@@ -9,7 +9,7 @@ from mha_lesson.exercises import lesson13 as ex
 GAIN = 6 * np.sqrt(8)  # a scaled score of 6 on the wanted key
 
 
-def design(gain=GAIN, *, swap=False, route=True, second=True):
+def design(gain=GAIN, *, swap=False, route=True, second=True, wrong_route=False):
     """The solution of exercise 1, or a broken variant of it."""
     w_q, w_o = np.zeros((16, 16)), np.zeros((16, 16))
     first, other = (8, 0) if swap else (0, 8)
@@ -21,6 +21,9 @@ def design(gain=GAIN, *, swap=False, route=True, second=True):
     if route:
         w_o[0:4, 0:4] = np.eye(4)
         w_o[8:12, 4:8] = np.eye(4)
+    if wrong_route:  # each head's word sent to the other head's read-out
+        w_o[0:4, 4:8] = np.eye(4)
+        w_o[8:12, 0:4] = np.eye(4)
     return w_q, w_o
 
 
@@ -54,7 +57,9 @@ def test_the_layer_reads_out_what_an_independent_loop_computes():
     [
         ({"gain": 1.0}, "softly"),
         ({"swap": True}, "swap them"),
-        ({"route": False}, "check W^O"),
+        ({"route": False}, "fix W^O first"),
+        ({"gain": 10.0, "route": False}, "fix W^O first"),  # right way but soft: W^O is diagnosed before the gain
+        ({"gain": 10.0, "wrong_route": True}, "fix W^O first"),
         ({"second": False}, "head 1 does not look"),
         ({"gain": 0.0}, "head 0 and head 1 do not look"),
     ],
@@ -62,6 +67,13 @@ def test_the_layer_reads_out_what_an_independent_loop_computes():
 def test_broken_designs_get_the_hint_for_what_is_broken(kwargs, hint):
     feedback = ex.check_two_head_design(*design(**kwargs))
     assert not feedback and hint in feedback.message
+
+
+def test_routing_report_matches_the_layer_with_sharp_heads():
+    """W^O's routing alone agrees with the whole layer once the heads are nearly one-hot (a huge gain)."""
+    for kwargs in ({}, {"route": False}, {"wrong_route": True}):
+        w_q, w_o = design(gain=200.0, **kwargs)
+        np.testing.assert_allclose(ex.routing_report(w_o), ex.design_report(w_q, w_o)["each"])
 
 
 @pytest.mark.parametrize(

@@ -76,3 +76,17 @@ def test_ablation_answer_is_measured():
     assert "marked down" in ex.check_ablation("d").message
     assert "Expected one of the letters" in ex.check_ablation("e").message
     assert "Replace None" in ex.check_ablation(None).message
+
+
+def test_option_c_and_the_solution_name_the_keys_the_measurement_finds():
+    """Keys 1..t share the weight evenly and key 0 gets less: option (c) and the solution say 'after the first'."""
+    import json
+    from pathlib import Path
+
+    w = ex.ablated_attention()
+    assert all(w[t, 0] < w[t, 1] for t in range(1, N))  # key 0 is marked down, so "after the first"
+    assert "after the first, up to its own" in ex.OPTIONS["c"]
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "14_circuits_and_induction_heads.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in cells)
+    assert "spreads its attention evenly over the positions after the first, up to its own" in prose

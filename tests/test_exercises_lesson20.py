@@ -43,3 +43,12 @@ def test_diagnosis():
     assert "two layers" in ex.check_diagnosis("a").message
     assert "same four heads" in ex.check_diagnosis("c").message
     assert "finds copying" in ex.check_diagnosis("d").message
+
+
+def test_the_ablation_table_appears_only_after_a_prediction():
+    table = ex.ablation_table_markdown()
+    for answer in (None, "", "d", 3):
+        shown = ex.ablation_table_after(answer)
+        assert "| target character |" not in shown and "prediction" in shown
+    for answer in ("a", " C "):
+        assert ex.ablation_table_after(answer) == table

@@ -355,3 +355,26 @@ def test_lesson_12_cards():
     assert not off.w_o[4:].any() and np.array_equal(off.w_o[:4], params.w_o[:4])  # head 1's rows of W^O, zeroed
     assert "zero its rows of W^O" in answer("how much a model's output needs one head")
     assert "[CLS] or [SEP]" in answer('What is a "sink" head')
+
+
+def test_select_cards_by_track_and_lesson_matches_the_headings_and_the_metadata():
+    from mha_lesson.aids import lessons as ls
+
+    tracks = {x.number: x.track for x in ls.read_lessons()}
+    for track in ("core", "deeper"):
+        chosen = fc.select_cards(CARDS, track=track)
+        by_loop = [c for c in CARDS if re.match(r"Lesson (\d+)", c.section) and tracks[int(c.section[7:9])] == track]
+        assert chosen == by_loop and chosen
+    both = fc.select_cards(CARDS, lessons=[13, 14])
+    assert both and {c.section[:9] for c in both} == {"Lesson 13", "Lesson 14"}
+    with pytest.raises(ValueError, match="^track, lessons: expected a selection"):
+        fc.select_cards(CARDS, track="core", lessons=[13])
+    with pytest.raises(ValueError, match="^track: expected 'core' or 'deeper'"):
+        fc.select_cards(CARDS, track="advanced")
+    with pytest.raises(ValueError, match=r"^lessons: expected lesson numbers .* got \[99\]"):
+        fc.select_cards(CARDS, lessons=[99])
+
+
+def test_quiz_minutes_is_the_readers_pace():
+    assert fc.quiz_minutes(157) == round(157 * 20 / 60) == 52  # one reader: a little over 50 minutes for 157
+    assert fc.quiz_minutes(1) == 1

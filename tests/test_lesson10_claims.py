@@ -188,3 +188,21 @@ def test_memory_figure_in_gigabytes_with_the_marked_case():
     assert np.allclose(curve.get_ydata(), 8 * 4 * (2 ** np.arange(7, 12)) ** 2 / 1e9)
     assert math.isclose(ax.get_lines()[1].get_ydata()[0], 8 * 4 * 10_000**2 / 1e9)
     assert "3.2 GB at n=10,000" in curve.get_label()
+
+
+def test_the_softmax_band_is_a_hair_at_eight_heads_and_shows_at_sixty_four():
+    """The explorer opens at n = 4096, d_model = 512, h = 8: softmax under 1% of the FLOPs there, over 5% at h = 64."""
+    import inspect
+    import json
+    from pathlib import Path
+
+    from mha_lesson.widgets.complexity import complexity_explorer
+
+    start = inspect.signature(complexity_explorer).parameters
+    n, d_model = start["n"].default, start["d_model"].default
+    share = {h: cost.flop_count(n, n, d_model, h)["softmax"] / sum(cost.flop_count(n, n, d_model, h).values())
+             for h in (8, 64)}  # fmt: skip
+    assert start["h"].default == 8 and share[8] < 0.01 < 0.05 < share[64]
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "10_parameters_and_complexity.ipynb"
+    prose = " ".join("".join(c["source"]) for c in json.loads(path.read_text(encoding="utf-8"))["cells"])
+    assert "first drag $h$ to 64" in " ".join(prose.split())

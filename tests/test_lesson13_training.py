@@ -216,6 +216,22 @@ def test_a_width_one_head_can_make_the_previous_token_pattern_by_construction():
     assert lesson.fit_low_rank(target, 1, mask, steps=lesson.LONG_FIT_STEPS, start=(want_u, want_v)).kl < 0.15
 
 
+def test_the_lessons_exact_fit_is_the_figures_and_only_d_k_15_reaches_it():
+    """The prose's "KL below 10^-k" is the threshold the KL figure marks with ▼, and the fits cross it at n - 1."""
+    import json
+    import re
+
+    from mha_lesson.plots import training as pt
+
+    cells = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "13_training_heads.ipynb").read_text())
+    prose = "\n".join("".join(c["source"]) for c in cells["cells"] if c["cell_type"] == "markdown")
+    stated = {float(f"1e-{k}") for k in re.findall(r"exact fit \(KL below \$10\^\{-(\d+)\}\$", prose)}
+    assert stated == {pt.KL_FLOOR}
+    target = lesson.lookup_target(lesson.LOW_RANK_N)
+    assert lesson.fit_low_rank(target, lesson.LOW_RANK_N - 1).kl < pt.KL_FLOOR
+    assert lesson.fit_low_rank(target, 12).kl > pt.KL_FLOOR
+
+
 def test_fit_low_rank_rejects_a_start_of_the_wrong_shape():
     with pytest.raises(ValueError, match="start"):
         lesson.fit_low_rank(lesson.previous_target(16), 1, start=(np.zeros((16, 2)), np.zeros((16, 2))))
@@ -429,3 +445,23 @@ def test_blas_name_is_numpys_own_blas_when_another_is_loaded_first(monkeypatch):
     assert lesson.blas_name() == "openblas 0.3.31 SkylakeX"
     monkeypatch.setattr(_blas, "threadpool_info", lambda: libs[:1])  # a numpy linked to the system's BLAS
     assert lesson.blas_name() == "openblas 0.3.30 Haswell"
+
+
+def test_the_primer_loop_shows_the_plateau_the_text_describes():
+    """Lesson 13's ten-line loop: the loss crawls from step 100 to 150, then falls by over 2 nats by step 200."""
+    import json
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "13_training_heads.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    loop = next("".join(c["source"]) for c in cells if "model.flat -= 0.5 * grad" in "".join(c["source"]))
+    assert "step == 1 or step % 25 == 0" in loop  # the printed steps include 100, 125, 150, 175, 200
+    model = training.init_model("two_lookups", h=2, layers=1, d_model=16, n=16, vocab=16, rng=np.random.default_rng(0))
+    data, losses = np.random.default_rng(1), {}
+    for step in range(1, 201):
+        loss, grad = training.loss_and_grads(model, training.make_batch("two_lookups", data, 64, 16, 16))
+        model.flat -= 0.5 * grad
+        losses[step] = loss
+    crawl = [losses[s] - losses[s + 25] for s in (100, 125)]
+    assert all(0 < d < 0.4 for d in crawl) and losses[150] - losses[200] > 2 and losses[200] < 0.3
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+    assert "**plateau** (about steps 100 to 150 above" in prose and "drops close to 0 within 50 steps" in prose

@@ -245,3 +245,16 @@ def test_copying_scores_against_a_loop_and_layer_2_copies(runs):
     assert dc.copying_scores(two, 1).min() > 0.9  # both induction-layer heads copy
     with pytest.raises(ValueError, match="layer"):
         dc.copying_scores(two, 2)
+
+
+def test_lesson_14_names_the_ov_path_as_elhage_et_al_do_and_defines_the_frobenius_norm_first():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "14_circuits_and_induction_heads.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in cells)
+    # Elhage et al.'s "direct path" is the token straight to the read-out; through a head it is the direct OV path.
+    assert "**direct path**" not in prose and "through the direct path" not in prose
+    assert "head's **direct OV path**" in prose and 'Elhage et al. reserve "direct path" for $E W_U$' in prose
+    assert prose.index("**Frobenius norm**") < prose.index("mha.show_source(circuits.effective_rank)")

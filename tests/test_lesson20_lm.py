@@ -1,6 +1,8 @@
 """Lesson 20 (your own language model): the head-role patterns, distance profiles, ablations and the mixed data,
 each against a hand computation or a loop; the shipped runs against their regenerating code and the lesson's claims."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -219,3 +221,91 @@ def test_full_budget_runs_have_one_and_sixteen_heads_and_regenerate():
     # h = 4 with the same recipe is the shipped default run: the two code paths build the same trainer.
     shipped = lesson.sweep_trainer(4, 0, steps=3500)
     assert shipped.config == lesson.load_model()[1] and shipped.tc.steps == 3500 and shipped.tc.batch == 12
+
+
+def test_the_english_text_takeaways_and_hinglish_recap_state_the_shipped_validation_loss():
+    """Every "1.xx nats per character" in lesson 20 is the shipped run's last validation estimate, to 2 decimals."""
+    import json
+    import re
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "20_your_own_language_model.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    prose = " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+    stated = re.findall(r"(\d\.\d\d) nats per character", prose)
+    assert len(stated) >= 3  # the text, the takeaway and the Hinglish recap
+    shipped = lesson.load_model()[3]["log"]["val_loss"][-1]
+    assert set(stated) == {f"{shipped:.2f}"}
+
+
+def prose_of_lesson20() -> str:
+    """Every Markdown cell of lesson 20, whitespace collapsed."""
+    import json
+
+    path = Path(__file__).resolve().parents[1] / "notebooks" / "20_your_own_language_model.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return " ".join(" ".join("".join(c["source"]).split()) for c in cells if c["cell_type"] == "markdown")
+
+
+def test_the_takeaway_on_sixteen_heads_states_the_gap_and_the_seed_differences_it_is_below():
+    """Sixteen heads end 0.008 behind at 3,500 steps, less than seeds differ at 1,000 (0.011 at h = 16, up to 0.03)."""
+    import re
+
+    long = lesson.load_sweep(lesson.LONG_PATH)
+    gap = long["16/0/val_loss"][-1] - lesson.load_model()[3]["log"]["val_loss"][-1]
+    final = lesson.final_val(lesson.load_sweep())  # (h values, 2 seeds)
+    seed_gaps = {h: abs(a - b) for h, (a, b) in zip(lesson.SWEEP_HS, final, strict=True)}
+    prose = prose_of_lesson20()
+    pattern = (
+        r"a gap of (0\.\d+) nats at 3,500 steps, smaller than the seed-to-seed differences at 1,000 steps: "
+        r"(0\.\d+) for h = 16, up to (0\.\d+)\)"
+    )
+    stated_gap, stated_16, stated_max = re.search(pattern, prose).groups()
+    assert f"{gap:.3f}" == stated_gap and f"{seed_gaps[16]:.3f}" == stated_16
+    assert f"{max(seed_gaps.values()):.2f}" == stated_max and gap < seed_gaps[16]
+    assert "did slightly worse" not in prose and "rarely rewards" not in prose
+    assert "partly cover for it" not in prose and "single runs there too" not in prose
+    cited_works = ("Michel et al. (2019", "Heimersheim and Nanda", "Wang et al. 2022", "Bhojanapalli", "Chan et al.")
+    for cited in cited_works:
+        assert cited in prose, cited
+
+
+def test_role_leaders_are_the_heads_with_the_largest_ratios_by_a_loop():
+    rng = np.random.default_rng(3)
+    scores = {role: rng.uniform(0.01, 0.5, size=(2, 3)) for role in lesson.ROLES}
+    scores |= {f"uniform: {role}": np.float64(0.1) for role in lesson.POSITIONAL}
+    scores |= {f"position: {role}": rng.uniform(0.01, 0.2, size=(2, 3)) for role in lesson.ROLES}
+    for role in ("itself", "start of the word"):
+        by_loop = []
+        for layer in range(2):
+            for head in range(3):
+                base = 0.1 if role in lesson.POSITIONAL else scores[f"position: {role}"][layer, head]
+                by_loop.append((scores[role][layer, head] / base, layer, head))
+        by_loop = sorted(by_loop, reverse=True)[:3]
+        got = lesson.role_leaders(scores, role)
+        assert [(layer, head) for _, layer, head in by_loop] == [(layer, head) for layer, head, _, _ in got]
+        np.testing.assert_allclose([r for r, _, _ in by_loop], [r for _, _, _, r in got])
+
+
+def test_the_role_bullets_name_the_heads_and_ratios_the_shipped_model_shows(shipped, data):
+    """Start of the word: layer 2's heads 3 and 1 (3.3x, 2.6x); itself: layer 2's heads 3, 2, 0 (about a third)."""
+    params, config, vocab, _ = shipped
+    windows = lesson.windows(data[2], 48, config.n_ctx)
+    scores = lesson.role_scores(params, config, vocab, windows)
+    word = lesson.role_leaders(scores, "start of the word")
+    prose = prose_of_lesson20()
+    assert [(layer, head) for layer, head, _, _ in word[:2]] == [(2, 3), (2, 1)]
+    assert f"heads 3 and 1 most ({word[0][3]:.1f} and {word[1][3]:.1f} times their habit" in prose
+    itself = lesson.role_leaders(scores, "itself")
+    assert [(layer, head) for layer, head, _, _ in itself] == [(2, 3), (2, 2), (2, 0)]
+    assert all(0.27 <= s <= 0.37 and 3.5 <= r <= 5 for _, _, s, r in itself)  # "about a third", "around four times"
+    assert "Head 2 attends to itself" not in prose
+
+
+def test_the_head_width_bullet_lists_every_d_k_below_the_context():
+    """For h >= 4, d_k = 128 / h is below n_ctx = 64; at h = 2 it equals it; the bullet lists them."""
+    config = lesson.load_model()[1]
+    below = [config.d_model // h for h in lesson.SWEEP_HS if config.d_model // h < config.n_ctx]
+    assert below == [32, 16, 8] and config.d_model // 2 == config.n_ctx == 64
+    prose = prose_of_lesson20()
+    assert "For every $h \\ge 4$ here, $d_k = 128/h$ (32, 16, 8" in prose
+    assert "64-character context" in prose and "at $h = 2$, $d_k = 64 = n$" in prose

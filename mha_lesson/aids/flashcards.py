@@ -17,6 +17,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from .lessons import read_lessons
+
 DECK = Path(__file__).resolve().parents[2] / "flashcards" / "multi-head-attention.md"
 SEPARATOR = "::"
 
@@ -74,6 +76,47 @@ def parse_deck(text: str, source: str = "deck") -> list[Card]:
     if not cards:
         raise ValueError(f"{source}: expected at least one 'question {SEPARATOR} answer' card, got none")
     return cards
+
+
+SECONDS_PER_CARD = 20  # one reader of the series: a little over 50 minutes for all 157 cards
+_LESSON = re.compile(r"Lesson (\d+)\b")
+
+
+def card_lesson(card: Card) -> int | None:
+    """The number of the lesson a card's heading names ("Lesson 13: ..."), or None under any other heading."""
+    m = _LESSON.match(card.section)
+    return int(m.group(1)) if m else None
+
+
+def select_cards(
+    cards: Iterable[Card], *, track: str | None = None, lessons: Iterable[int] | None = None
+) -> list[Card]:
+    """The cards of one track ("core" or "deeper", from the lessons' metadata) and/or of the given lesson numbers."""
+    cards = list(cards)
+    tracks = {x.number: x.track for x in read_lessons()}
+    if track is not None and track not in ("core", "deeper"):
+        raise ValueError(f"track: expected 'core' or 'deeper', got {track!r}")
+    wanted = None
+    if lessons is not None:
+        wanted = set(lessons)
+        unknown = sorted(k for k in wanted if not isinstance(k, int) or k not in tracks)
+        if unknown:
+            raise ValueError(f"lessons: expected lesson numbers between 0 and {max(tracks)}, got {unknown}")
+    chosen = [
+        c
+        for c in cards
+        if (track is None or tracks.get(card_lesson(c)) == track) and (wanted is None or card_lesson(c) in wanted)
+    ]
+    if not chosen:
+        raise ValueError(
+            f"track, lessons: expected a selection with at least one card, got none for {track!r}, {lessons!r}"
+        )
+    return chosen
+
+
+def quiz_minutes(count: int) -> int:
+    """Minutes a reader takes for `count` cards, at SECONDS_PER_CARD each (at least 1)."""
+    return max(1, round(count * SECONDS_PER_CARD / 60))
 
 
 def load_deck(path: str | Path = DECK) -> list[Card]:

@@ -24,11 +24,13 @@ BEGIN, END = (
 
 @dataclasses.dataclass(frozen=True)
 class Term:
-    """A glossary entry: the term (lower case: it is also the heading), its definition, the teaching lesson's stem."""
+    """A glossary entry: the term (lower case: it is also the heading), its definition, the teaching lesson's stem,
+    and, when the lesson writes the term another way, the spellings it uses (a test finds each in the lesson)."""
 
     term: str
     definition: str
     lesson: str
+    spelled: tuple[str, ...] = ()
 
     @property
     def anchor(self) -> str:
@@ -44,13 +46,13 @@ TERMS: tuple[Term, ...] = (
       "softmax weights must sum to 1, so a head with nothing to find has to put its weight somewhere.",
       "15_real_heads"),
     T("attention weights", "The softmax of one head's scores: row i says how much query i takes from each key. "
-      "Every row is non-negative and sums to 1.", "04_scaled_dot_product_attention"),
+      "Every row is non-negative and sums to 1.", "04_scaled_dot_product_attention", ("weights",)),
     T("bigram", "A pair of adjacent tokens. A bigram statistic predicts the next token from the current one alone.",
       "14_circuits_and_induction_heads"),
     T("causal mask", "A boolean mask that lets query i attend only to keys 0..i, so a decoder cannot read ahead. "
       "`mha.causal_mask(n)` is True on and below the diagonal.", "07_causal_mask"),
     T("cls and sep", "Two special tokens that BERT-style tokenizers add: [CLS] at the start of every input and [SEP] "
-      "at its end (and between two sentences).", "15_real_heads"),
+      "at its end (and between two sentences).", "15_real_heads", ("[cls]", "[sep]")),
     T("cross-attention", "Attention whose queries come from one sequence and whose keys and values come from "
       "another, as a translation decoder reads the source sentence. Its weights are n_q × n_kv.", "07_causal_mask"),
     T("cross-entropy", "The loss of a model that predicts a probability for each possible answer: minus the log of "
@@ -87,18 +89,19 @@ TERMS: tuple[Term, ...] = (
       "It grows by 2·layers·h_kv·d_k numbers per token.", "17_attention_at_scale"),
     T("layer norm", "Rescales each token's features to mean 0 and variance 1, then applies a learned scale and "
       "shift.", "12_connections"),
-    T("logit", "An unnormalised score that a softmax turns into a probability.", "04_scaled_dot_product_attention"),
+    T("logit", "An unnormalised score that a softmax turns into a probability; a read-out gives one logit per "
+      "possible token.", "13_training_heads"),
     T("multi-head latent attention", "MLA (DeepSeek-V2): each token caches one d_c-wide latent (plus a small "
       "RoPE key) from which every head's keys and values are projected, instead of the keys and values themselves.",
       "19_attention_today"),
     T("qk-norm", "RMSNorm applied to each head's queries and keys before their dot products, so the scores stay "
       "bounded whatever the scale of the weights.", "19_attention_today"),
     T("linear attention", "Attention without a softmax, computed causally with a fixed d_v × d_k state updated once "
-      "per token, so its memory does not grow with the sequence.", "19_attention_today"),
+      "per token, so its memory does not grow with the sequence.", "19_attention_today", ("linear-attention",)),
     T("nats", "The unit of a loss computed with the natural logarithm; ln 2 ≈ 0.693 nats is one bit.",
       "13_training_heads"),
     T("normal equations", "The linear system XᵀX w = Xᵀy whose solution w is the least-squares fit of y by X.",
-      "01_one_head_is_not_enough"),
+      "01_one_head_is_not_enough", ("least-squares",)),
     T("ov circuit", "W_i^V W_i^O, the d_model × d_model matrix that says what head i writes for the token it "
       "attends to.", "14_circuits_and_induction_heads"),
     T("padding mask", "A mask that hides the padding tokens added to make sequences of a batch the same length. "
@@ -106,12 +109,13 @@ TERMS: tuple[Term, ...] = (
     T("qk circuit", "W_i^Q W_i^Kᵀ, the d_model × d_model matrix whose bilinear form gives head i's scores.",
       "14_circuits_and_induction_heads"),
     T("query, key and value", "Three projections of each token: the query says what a token looks for, the key "
-      "what it offers to be found by, the value what it passes on when found.", "03_projections"),
+      "what it offers to be found by, the value what it passes on when found.", "03_projections",
+      ("query", "key", "value")),
     T("read-out", "The final linear map from a model's last vectors to one score per possible output token.",
       "13_training_heads"),
     T("residual stream", "The running sum that flows through a Transformer: each layer reads it and adds its "
       "output back to it (x + layer(x)), so every layer's output stays visible to later layers.",
-      "14_circuits_and_induction_heads"),
+      "13_training_heads"),
     T("rope", "Rotary position embedding: rotates each pair of query and key features by an angle proportional to "
       "the position, so scores depend on the offset between two tokens.", "18_positions_and_windows"),
     T("self-attention", "Attention whose queries, keys and values all come from the same sequence.",
@@ -145,7 +149,49 @@ TERMS: tuple[Term, ...] = (
       "distribution toward the likeliest token, above 1 it flattens it; T = 0 means always taking the likeliest.",
       "20_your_own_language_model"),
     T("top-k sampling", "Sampling the next token only among the k likeliest, after renormalising their "
-      "probabilities: it removes the long tail of unlikely tokens.", "20_your_own_language_model"),
+      "probabilities: it removes the long tail of unlikely tokens.", "20_your_own_language_model", ("top-k",)),
+    T("gradient", "For every weight, how fast the loss changes when that weight changes: an array of the weights' "
+      "own shape. A training step moves each weight a little against it, downhill.", "13_training_heads"),
+    T("backward pass", "The computation of every gradient, from the loss back through the model's steps by the "
+      "chain rule; it needs values the forward pass kept (in attention, the weights).", "13_training_heads"),
+    T("learning rate", "The size of a training step: how far each weight moves against its gradient (or against "
+      "Adam's rescaled gradient) per step.", "13_training_heads"),
+    T("batch", "The examples one training step runs together: their losses are averaged, so the gradient is an "
+      "average over the batch.", "13_training_heads"),
+    T("embedding", "A learned table with one row of d_model numbers per token of the vocabulary: a token enters "
+      "the model as its row.", "13_training_heads"),
+    T("feed-forward network", "The second sub-layer of a Transformer block, also called the MLP: two linear maps "
+      "with a non-linearity between them, applied to each token on its own (width d_ff = 4·d_model in the "
+      "original Transformer and BERT).", "12_connections"),
+    T("q-, k- and v-composition", "The three ways a later head can read an earlier head's output from the residual "
+      "stream: through its queries, its keys or its values (Elhage et al. 2021).", "13_training_heads",
+      ("q-composition", "k-composition", "v-composition")),
+    T("phase change", "A sudden drop of the training loss after a plateau, as a new mechanism (such as induction "
+      "heads) forms within a few hundred steps.", "14_circuits_and_induction_heads"),
+    T("kl divergence", "Kullback-Leibler divergence KL(P || A) = Σ_j P_j ln(P_j / A_j): how far a distribution A "
+      "is from a target P, in nats; 0 only when they are equal.", "13_training_heads", ("kullback-leibler",)),
+    T("singular values", "The numbers σ_1 ≥ σ_2 ≥ … ≥ 0 of a matrix's singular value decomposition U diag(σ) Vᵀ: "
+      "how much the matrix stretches along each of its independent directions. Their count above 0 is the rank.",
+      "14_circuits_and_induction_heads"),
+    T("effective rank", "How many of a matrix's directions carry most of it: in lesson 14, the fewest singular "
+      "values whose squares hold 90 % of the sum of all the squares.", "14_circuits_and_induction_heads"),
+    T("dropout", "A training-time regulariser that sets a random fraction of activations to zero at each step (and "
+      "scales the rest up to keep their mean); it is switched off when the model is used.",
+      "20_your_own_language_model"),
+    T("gradient clipping", "Scaling the whole gradient down when its norm exceeds a limit (often 1.0) before a "
+      "step (lesson 20: to length 1), so one unlucky batch cannot throw the weights far.",
+      "20_your_own_language_model", ("clipping",)),
+    T("bert", "Bidirectional Encoder Representations from Transformers (Devlin et al. 2019): an encoder, post-LN, "
+      "trained to fill in hidden words; BERT-base has 12 layers of 12 heads, d_model = 768.", "12_connections"),
+    T("gpt", "Generative Pre-trained Transformer (Radford et al. 2018, 2019): a causal language model "
+      "built of decoder blocks only; GPT-2 small has 12 layers of 12 heads, d_model = 768, pre-LN.",
+      "20_your_own_language_model"),
+    T("minilm", "A small BERT-style encoder distilled from a larger one (Wang et al. 2020). The lessons load "
+      "all-MiniLM-L6-v2, which sentence-transformers tuned to embed sentences: 6 layers of 12 heads, "
+      "d_model = 384 (its 6 layers are every second layer of the distilled 12-layer MiniLM).", "15_real_heads"),
+    T("post-ln", "The original Transformer's order: a layer norm after each residual addition, x' = LN(x + "
+      "MHA(x)). Pre-LN (GPT-2 and most later models) normalises each sub-layer's input instead.",
+      "12_connections"),
 )  # fmt: skip
 
 

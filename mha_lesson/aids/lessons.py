@@ -37,12 +37,14 @@ MINUTES_PER_EXERCISE = 5
 
 @dataclasses.dataclass(frozen=True)
 class Lesson:
-    """One notebook of the series: file stem, number, title (from its first heading), track and minutes."""
+    """One notebook of the series: file stem, number, title (from its first heading), track, minutes, and the
+    numbers of the earlier deeper-track lessons it needs (metadata "needs"; the core path is assumed)."""
 
     stem: str
     title: str
     track: str
     minutes: int
+    needs: tuple[int, ...] = ()
 
     @property
     def number(self) -> int:
@@ -87,7 +89,15 @@ def read_lesson(path: Path) -> Lesson:
         raise ValueError(f"{path.name}: expected track in {TRACKS}, got {track!r}")
     if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 1:
         raise ValueError(f"{path.name}: expected minutes as a positive integer, got {minutes!r}")
-    return Lesson(path.stem, title_of(nb), track, minutes)
+    needs = meta.get("needs", [])
+    number = int(path.stem[:2])
+    if not isinstance(needs, list) or not all(isinstance(k, int) and not isinstance(k, bool) for k in needs):
+        raise ValueError(f"{path.name}: expected needs as a list of lesson numbers, got {needs!r}")
+    if any(not 1 <= k < number for k in needs) or needs != sorted(set(needs)):
+        raise ValueError(
+            f"{path.name}: expected needs to list earlier lessons (1..{number - 1}) once each, in order, got {needs!r}"
+        )
+    return Lesson(path.stem, title_of(nb), track, minutes, tuple(needs))
 
 
 def read_lessons(folder: Path = NOTEBOOKS) -> list[Lesson]:
@@ -134,6 +144,15 @@ def curriculum_markdown(lessons: list[Lesson]) -> str:
     def row(ls: Lesson) -> str:
         return f"| {ls.number} | [{ls.title}]({ls.stem}.ipynb) | {ls.minutes} min |"
 
+    stems = {ls.number: ls.stem for ls in lessons}
+
+    def deeper_row(ls: Lesson) -> str:
+        if ls.track == "review":
+            needs = "any you have done"
+        else:
+            needs = ", ".join(f"[{k}]({stems[k]}.ipynb)" for k in ls.needs) or "the core path only"
+        return f"{row(ls)} {needs} |"
+
     core = [ls for ls in lessons if ls.track == "core"]
     deeper = [ls for ls in lessons if ls.track in ("deeper", "review")]
     deeper_total = sum(ls.minutes for ls in deeper)
@@ -149,10 +168,13 @@ def curriculum_markdown(lessons: list[Lesson]) -> str:
             head,
             *map(row, core),
             "",
-            f"### The deeper track: about {deeper_total // 60} hours {deeper_total % 60} minutes, in any order",
+            f"### The deeper track: about {deeper_total // 60} hours {deeper_total % 60} minutes",
             "",
-            head,
-            *map(row, deeper),
+            "Every deeper lesson needs the core path; the last column names the deeper lessons it also needs. A "
+            "lesson that needs only the core path can be read in any order.",
+            "",
+            "| lesson | | time | needs |\n|---:|---|---:|---|",
+            *map(deeper_row, deeper),
             END,
         ]
     )

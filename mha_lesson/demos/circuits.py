@@ -335,9 +335,10 @@ def copy_ambiguity(batch: training.Batch, predicted: np.ndarray | None = None) -
 
 def copying_scores(run: Run, layer: int) -> np.ndarray:
     """(h,) Olsson et al.'s second property, copying: for each head of `layer` (0-based), the fraction of tokens a
-    whose largest logit raised by the direct path E W_OV W_U is a itself (1: the head copies what it attends to).
+    whose largest logit raised by the head's direct OV path E W_OV W_U is a itself (1: it copies what it attends to).
 
-    The direct path only: the token embedding straight into the head and its output straight to the read-out.
+    That path only: the token embedding straight into the head and its output straight to the read-out (Elhage et
+    al. reserve "direct path" for E W_U, with no head).
     """
     model = run.result.trainer.model
     if not 0 <= layer < len(model.layers):

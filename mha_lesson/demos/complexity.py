@@ -301,6 +301,29 @@ def fit_loglog_slope(x: Sequence[float], y: Sequence[float]) -> float:
     return float(slope)
 
 
+def slope_side(measured: float, predicted: float, tol: float = 0.02) -> str:
+    """How a measured log-log slope compares with the FLOP count's: "steeper", "flatter" or "about equal"."""
+    if abs(measured - predicted) <= tol:
+        return "about equal"
+    return "steeper" if measured > predicted else "flatter"
+
+
+def slope_sentence(in_n: dict[int, tuple[float, float]], in_d: tuple[float, float]) -> str:
+    """One sentence saying which way this run's measured slopes went against the FLOP count's.
+
+    in_n maps each d_model to (measured, predicted) slopes in n; in_d is (measured, predicted) in d_model.
+    """
+    sides = {d: slope_side(*pair) for d, pair in in_n.items()}
+    if len(set(sides.values())) == 1:
+        (side,) = set(sides.values())
+        n_part = f"{side} than the FLOP count's for every width" if side != "about equal" else "about equal to it"
+    else:
+        n_part = "; ".join(f"{side} at d_model = {d}" for d, side in sides.items())
+    d_side = slope_side(*in_d)
+    d_part = "about equal to it" if d_side == "about equal" else f"{d_side} than the FLOP count's"
+    return f"In this run the measured slope in n came out {n_part}, and the one in d_model {d_part}."
+
+
 def fitted_rate(timings: Timings) -> float:
     """The one FLOP/s constant R that best turns FLOPs into seconds (geometric mean of flops / seconds)."""
     return float(np.exp(np.mean(np.log(timings.flops / timings.seconds))))

@@ -471,6 +471,14 @@ def role_ratios(scores: dict[str, np.ndarray]) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
+def role_leaders(scores: dict[str, np.ndarray], role: str, k: int = 3) -> list[tuple[int, int, float, float]]:
+    """The k heads that beat their baseline (see role_ratios) by most on role: (layer, head, share, ratio) each."""
+    ratios = role_ratios(scores)[:, ROLES.index(role)]  # (n_layer * n_head,)
+    n_head = scores[role].shape[1]
+    order = np.argsort(-np.nan_to_num(ratios, nan=-np.inf), kind="stable")[:k]
+    return [(*divmod(int(i), n_head), float(scores[role].ravel()[i]), float(ratios[i])) for i in order]
+
+
 def role_summary(scores: dict[str, np.ndarray]) -> str:
     """A Markdown table: for each role, the head that beats its baseline (see role_ratios) by most."""
     lines = ["| role | head | its share | baseline | share / baseline |", "|---|---|---:|---:|---:|"]

@@ -79,6 +79,23 @@ def design_report(w_q: np.ndarray, w_o: np.ndarray) -> dict[str, np.ndarray | fl
     return {"both": float(right_each.all(axis=-1).mean()), "each": right_each.mean(axis=(0, 1)), "on_back": on_back}
 
 
+def routing_report(w_o: np.ndarray) -> np.ndarray:
+    """(2,) fraction of test positions each read-out gets right when head i looks exactly BACKS[i] back: W^O alone.
+
+    With one-hot attention, head i's output at position t is the value of token t - BACKS[i] (its word one-hot in
+    the head's first columns), so this judges W^O's routing whatever the learner's gain in W^Q.
+    """
+    words = test_words()
+    x = embed(words)
+    t = np.arange(max(BACKS), MAX_LEN)
+    concat = np.zeros((len(words), len(t), D_MODEL))
+    for i, back in enumerate(BACKS):
+        cols = slice(i * D_K, (i + 1) * D_K)
+        concat[..., cols] = (x[:, t - back] @ W_V)[..., cols]  # head i's value of the token BACKS[i] back
+    wanted = np.stack([words[:, t - back] for back in BACKS], axis=-1)
+    return (read_out(concat @ w_o) == wanted).mean(axis=(0, 1))
+
+
 def check_two_head_design(w_q: object, w_o: object) -> Feedback:
     """Exercise 1: W^Q and W^O (each D_MODEL x D_MODEL) of a two-head layer that makes both lookups."""
     matrices = []
@@ -109,6 +126,14 @@ def check_two_head_design(w_q: object, w_o: object) -> Feedback:
             f"{' and '.join(lost)} {verb} should yet. Head i's query is columns i*8 to i*8+7 of x @ W^Q, and "
             "its key is the position one-hot in the same columns of x @ W_K: make position p's query point at "
             "position p-1 (head 0) or p-2 (head 1)."
+        )
+    routed = routing_report(matrices[1])
+    if (routed < TARGET).any():
+        return wrong(
+            f"The heads look the right way, but even with perfectly sharp heads the read-outs would be right only "
+            f"{routed[0]:.0%} (1 back) and {routed[1]:.0%} (2 back) of the time: fix W^O first. Head i's value (its "
+            f"word one-hot) is in rows i*8 to i*8+{VOCAB - 1} of W^O; read-out j reads output columns {VOCAB}j to "
+            f"{VOCAB}j+{VOCAB - 1}."
         )
     if on_back[0, 0] < 0.9 or on_back[1, 1] < 0.9:
         return wrong(

@@ -164,7 +164,7 @@ def check_same_function(answer: object) -> Feedback:
 OPTIONS = {
     "a": "it still attends to the token after the earlier occurrence of the current token",
     "b": "it attends to the earlier occurrence of the current token itself",
-    "c": "it spreads its attention evenly over the positions up to its own",
+    "c": "it spreads its attention evenly over the positions after the first, up to its own",
     "d": "it attends to the first token only",
 }
 

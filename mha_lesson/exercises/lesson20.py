@@ -43,6 +43,16 @@ def ablation_table_markdown() -> str:
     return head + "\n".join(rows)
 
 
+def ablation_table_after(answer: object) -> str:
+    """The measured table once `answer` holds a prediction (one of the options), else a line saying so.
+
+    Shown only after the prediction, so an executed notebook does not print the answer under the question.
+    """
+    if isinstance(answer, str) and answer.strip().lower() in KIND_OPTIONS:
+        return ablation_table_markdown()
+    return '*The measured table appears here once `answer` above holds your prediction ("a", "b" or "c").*'
+
+
 def check_ablation_prediction(answer: object) -> Feedback:
     """Exercise 1: the kind whose loss rises most when layer 0, head 3 is zeroed, measured on validation text."""
     r = ablation_by_kind()
@@ -95,8 +105,8 @@ def check_cache_size(answer: object) -> Feedback:
 # Exercise 3 (interpret): no induction head on plain text.
 DIAGNOSIS = {
     "a": "Two layers cannot express an induction head: the model needs at least three.",
-    "b": "The model can hold an induction head; plain verse at this budget rarely rewards copying a long exact "
-    "repeat, so training never built one.",
+    "b": "The model can hold an induction head; in these runs one formed only when the data held long exact "
+    "repeats, and plain verse at this budget did not lead training to one.",
     "c": "Four heads are too few: each head is busy with local patterns.",
     "d": "The detector is wrong: induction heads exist but score low because verse is never repeated exactly.",
 }
@@ -110,8 +120,9 @@ def check_diagnosis(answer: object) -> Feedback:
         "b",
         "The control run and the mixed run share the architecture, the steps and the seed; only the data differs "
         "(the control even saw a third more Shakespeare), and only the mixed run grows an induction head. Long exact "
-        "repeats are rare in plain verse within 128 characters, so little pushes training toward copying them. One "
-        "seed and 3,000 steps: with far more text, Olsson et al. (2022) saw induction heads form on ordinary text.",
+        "repeats are rare in plain verse within 128 characters; why that keeps training from building the head, these "
+        "runs do not test. One seed and 3,000 steps: with far more text, Olsson et al. (2022) saw induction heads form "
+        "on ordinary text.",
         {
             "a": "Lesson 14 built an induction head from two layers: a previous-token head, then a head that "
             "composes with it. The same two layers here form one when the data has repeats.",
