@@ -1,4 +1,4 @@
-"""The package's layers: the numpy library (its root, lm/, head_analysis/), then demos and aids, plots, widgets, exercises.
+"""The package's layers: the numpy library (root, lm/, head_analysis/), then demos and aids, plots, widgets, exercises.
 
 Every module's imports are read from its syntax tree (nothing is imported), resolved to the layer they reach,
 and checked against what its own layer may use. The README's Layout section must name exactly these folders.
