@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FIRST_LESSON := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
 
-.PHONY: lab test lint format html site bench clean
+.PHONY: lab test lint format site bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,10 +41,6 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
-
-# A static, offline copy of every lesson, executed, in build/html/ (open build/html/index.html).
-html: $(STAMP)
-	$(BIN)/python -m mha_lesson.aids.export_html
 
 # One benchmark, outside the package (benchmarks/README.md): `make bench NAME=lm`; without NAME, core.
 NAME ?= core
