@@ -111,3 +111,20 @@ def test_the_first_frame_shows_without_javascript(site):
         text = page.read_text(encoding="utf-8")
         assert f'src="{first["src"]}"' in text
         assert base64.b64encode((site.out / first["src"]).read_bytes())
+
+
+def test_the_pages_workflow_builds_with_make_site_and_deploys_that_folder():
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    flow = yaml.safe_load((root / ".github" / "workflows" / "site.yml").read_text(encoding="utf-8"))
+    on = flow.get("on", flow.get(True))  # YAML 1.1 reads the key `on` as True
+    assert on["push"]["branches"] == ["main"]
+    assert flow["permissions"]["pages"] == "write" and flow["permissions"]["id-token"] == "write"
+    build, deploy = flow["jobs"]["build"], flow["jobs"]["deploy"]
+    runs = [s.get("run") for s in build["steps"]]
+    assert "make site" in runs
+    (upload,) = [s for s in build["steps"] if str(s.get("uses", "")).startswith("actions/upload-pages-artifact@")]
+    assert upload["with"]["path"] == "build/site"
+    assert deploy["needs"] == "build" and deploy["environment"]["name"] == "github-pages"
+    assert any(str(s.get("uses", "")).startswith("actions/deploy-pages@") for s in deploy["steps"])
