@@ -24,12 +24,13 @@ import nbformat
 
 from mha_lesson.aids.lessons import Lesson, read_lessons
 
-from .record import MAX_BYTES, MAX_FRAMES, MIME
+from .record import FIGURE_TEXT, MAX_BYTES, MAX_FRAMES, MIME
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 HERE = Path(__file__).resolve().parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+PIXEL_RATIO = "MHA_LESSON_PIXEL_RATIO"  # read by every explorer (mha_lesson.widgets._base)
 MAX_SITE_BYTES = 250 * 2**20
 TRACK_CAPTIONS = {"start": "Start", "core": "Core path", "deeper": "Deeper track", "review": "Review"}
 # The cell each lesson runs first at build time only: the explorers it displays carry their recorded states.
@@ -47,7 +48,9 @@ def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
     client = nbclient.NotebookClient(
         nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
     )
-    client.execute(env={**os.environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline"})
+    # Every explorer frame at two pixels per CSS pixel, sharp on HiDPI: a recorded move costs the reader nothing.
+    env = {**os.environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline", PIXEL_RATIO: "2"}
+    client.execute(env=env)
     nb.cells.pop(0)
     return nb
 
@@ -118,6 +121,15 @@ def staticise(nb: nbformat.NotebookNode, stem: str, built: set[str]) -> tuple[di
                     }
                 )
             data.pop(WIDGET_VIEW, None)
+            text = "".join(data.get("text/plain", ""))
+            if "image/png" in data and text.startswith(FIGURE_TEXT):
+                name = f"figures/{stem}-{len(files)}.png"
+                files[name] = base64.b64decode(data["image/png"])
+                width = out.get("metadata", {}).get("image/png", {}).get("width")
+                size = f' width="{width}"' if width else ""
+                alt = html.escape(text.removeprefix(FIGURE_TEXT))
+                out["data"] = {"text/html": f'<img class="mha-figure" src="_static/{name}"{size} alt="{alt}">'}
+                out["metadata"] = {}
         if re.search(r"\bex\.check\w*\(", cell.source):
             cell.outputs.append(nbformat.v4.new_output("display_data", data={"text/html": LIVE_NOTE}))
     return files, rows

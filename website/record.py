@@ -21,6 +21,7 @@ from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib.figure import Figure
 
 from mha_lesson.widgets import Explorer
 
@@ -125,20 +126,21 @@ def _frame(explorer: Explorer) -> dict[str, Any]:
     return frame
 
 
-def describe(explorer: Explorer) -> str:
-    """Alt text: the figure's titles and axis labels, then the controls' values, so it says what is shown."""
-    fig = explorer.figure
+def figure_text(fig: Figure) -> str:
+    """What a figure shows, in words: its suptitle, then each panel's title and axis labels."""
     parts = [fig._suptitle.get_text()] if getattr(fig, "_suptitle", None) is not None else []
     for ax in fig.axes:
-        bits = [
-            ax.get_title(),
-            ax.get_xlabel() and f"x: {ax.get_xlabel()}",
-            ax.get_ylabel() and f"y: {ax.get_ylabel()}",
-        ]
+        x, y = ax.get_xlabel(), ax.get_ylabel()
+        bits = [ax.get_title(), x and f"x: {x}", y and f"y: {y}"]
         if any(bits):
             parts.append(", ".join(b for b in bits if b))
+    return "; ".join(p for p in parts if p)
+
+
+def describe(explorer: Explorer) -> str:
+    """Alt text for an explorer's frame: what its figure shows, then the controls' values."""
     state = ", ".join(f"{explorer.controls[n].description or n} {v}" for n, v in explorer.values().items())
-    return f"{'; '.join(p for p in parts if p)}. Shown for {state}."
+    return f"{figure_text(explorer.figure)}. Shown for {state}."
 
 
 def control_spec(name: str, control: widgets.ValueWidget, recorded: list[Any]) -> dict[str, Any]:
@@ -190,8 +192,18 @@ def record(explorer: Explorer) -> dict[str, Any]:
     }
 
 
+FIGURE_TEXT = "Figure: "  # how a static figure's text/plain output starts: the page's alt text follows
+
+
 def install() -> None:
-    """Make every explorer the lesson displays carry its recorded states (idempotent)."""
+    """Make every explorer the lesson displays carry its recorded states, and every static figure's text say what it
+    shows (idempotent)."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    if shell is not None:
+        plain_text = shell.display_formatter.formatters["text/plain"]
+        plain_text.for_type(Figure, lambda fig, p, cycle: p.text(FIGURE_TEXT + (figure_text(fig) or "untitled")))
     if getattr(Explorer._repr_mimebundle_, "records", False):
         return
     shown = Explorer._repr_mimebundle_

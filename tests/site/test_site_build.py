@@ -12,6 +12,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from benchmarks.widgets import all_explorers
+from website.build import PIXEL_RATIO
 from website.record import MAX_BYTES, MAX_FRAMES
 
 pytestmark = pytest.mark.notebook
@@ -36,8 +37,10 @@ def test_each_explorer_keeps_within_its_budget_and_the_build_prints_it(site):
     assert "whole site" in site.report and str(MAX_FRAMES) in site.report
 
 
-def test_every_frame_equals_the_live_explorer_in_that_state(site):
-    # The page's picture and readouts for a state are what the explorer itself draws when set to that state.
+def test_every_frame_equals_the_live_explorer_in_that_state(site, monkeypatch):
+    # The page's picture and readouts for a state are what the explorer itself draws when set to that state
+    # (at two pixels per CSS pixel, as the build records them).
+    monkeypatch.setenv(PIXEL_RATIO, "2")
     classes = {c.__name__: c for c in all_explorers()}
     for _, manifest in site.explorers():
         live = classes[manifest["explorer"]]()
@@ -98,6 +101,14 @@ def test_every_explorer_picture_has_alt_text_saying_what_it_shows(site):
     for _, manifest in site.explorers():
         for frame in manifest["frames"]:
             assert "Shown for" in frame["alt"] and len(frame["alt"]) > 40
+
+
+def test_every_static_figure_is_a_file_with_alt_text_from_its_titles(site):
+    figures = [m for p in site.pages for m in re.findall(r'<img class="mha-figure" ([^>]*)>', p.read_text("utf-8"))]
+    assert figures
+    for attrs in figures:
+        src, alt = re.search(r'src="([^"]+)"', attrs)[1], html.unescape(re.search(r'alt="([^"]*)"', attrs)[1])
+        assert (site.out / src).exists() and len(alt) > 10 and alt != "untitled", attrs[:200]
 
 
 def test_exercise_checks_say_they_run_in_jupyter(site):
