@@ -31,7 +31,7 @@ STATE = """root => {
     src: img && !img.hidden ? img.getAttribute('src') : null,
     readouts: [...root.querySelectorAll('.mha-readout')].map(el => el.innerHTML),
     note: root.querySelector('.mha-state-note').textContent,
-    controls: [...root.querySelectorAll('.mha-control')].map(c => {
+    controls: [...root.querySelectorAll('.mha-control:not(.mha-run)')].map(c => {
       const out = c.querySelector('output'), on = c.querySelector('[aria-checked=true]');
       const select = c.querySelector('select'), box = c.querySelector('input[type=checkbox]');
       if (out) return out.textContent;
@@ -118,8 +118,8 @@ def move_everything(context: Any, page_path: Path, manifests: list[dict]) -> lis
                 before = page.evaluate("window.__mhaMoves.length")
                 if spec["kind"] == "slider":
                     slider = control.locator("input[type=range]")
-                    if slider.is_disabled():
-                        continue
+                    if slider.is_disabled() or (i == 0 and slider.input_value() == "0"):
+                        continue  # greyed out, or already at its first value: Home would change nothing
                     slider.focus()
                     page.keyboard.press("Home" if i == 0 else "ArrowRight")
                 elif spec["kind"] == "switch":
@@ -159,3 +159,36 @@ def latency_line(moves: list[Move]) -> str:
         f"{len(times)} switches: median {statistics.median(times):.1f} ms (target <= 30), "
         f"p90 {p90:.1f} ms (target <= 60)"
     )
+
+
+def play_runs(context: Any, page_path: Path, manifests: list[dict]) -> list[str]:
+    """Press each recorded run's Train button and wait for its last redraw; return what disagrees with the run."""
+    page = context.new_page()
+    page.add_init_script(LISTEN)
+    page.goto(page_path.as_uri())
+    page.wait_for_selector(".mha-site-explorer .mha-controls > *")
+    problems = []
+    for k, manifest in enumerate(manifests):
+        run = manifest.get("run") or []
+        if not run:
+            continue
+        root = page.locator(".mha-site-explorer").nth(k)
+        root.scroll_into_view_if_needed()
+        root.locator(".mha-run button").first.click()
+        last = f"run-{len(run) - 1}"
+        try:
+            page.wait_for_function(
+                "([r, f]) => r.dataset.frame === f", arg=[root.element_handle(), last], timeout=60000
+            )
+        except Exception:  # noqa: BLE001 - reported below
+            problems.append(f"{page_path.name} explorer {k}: the run never reached its last redraw")
+            continue
+        shown = root.evaluate(STATE.replace("frame: +root.dataset.frame", "frame: root.dataset.frame"))
+        if "src" in run[-1] and shown["src"] != run[-1]["src"]:
+            problems.append(f"{page_path.name} explorer {k}: last picture {shown['src']}, not {run[-1]['src']}")
+        if shown["readouts"] != run[-1]["readouts"]:
+            problems.append(f"{page_path.name} explorer {k}: the readouts after the run are not its last redraw's")
+        if not root.locator(".mha-run button").first.is_enabled():
+            problems.append(f"{page_path.name} explorer {k}: Train stays greyed out after the run")
+    page.close()
+    return problems

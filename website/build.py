@@ -57,16 +57,24 @@ def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
 
 def replay_html(manifest: dict, folder: str, number: int) -> tuple[str, dict[str, bytes]]:
     """The explorer's page markup (controls drawn by explorer.js, first frame as a plain image) and its frame files."""
-    files, frames = {}, []
-    for i, frame in enumerate(manifest["frames"]):
-        frame = dict(frame)
-        png = frame.pop("png", None)
-        if png is not None:
-            name = f"{folder}/{number}-{i}.png"
-            files[name] = base64.b64decode(png)
-            frame["src"] = f"_static/{name}"
-        frames.append(frame)
+    files: dict[str, bytes] = {}
+
+    def to_files(frames: list[dict], prefix: str) -> list[dict]:
+        out = []
+        for i, frame in enumerate(frames):
+            frame = dict(frame)
+            png = frame.pop("png", None)
+            if png is not None:
+                name = f"{folder}/{number}-{prefix}{i}.png"
+                files[name] = base64.b64decode(png)
+                frame["src"] = f"_static/{name}"
+            out.append(frame)
+        return out
+
+    frames = to_files(manifest["frames"], "")
     data = {**manifest, "frames": frames}
+    if manifest.get("run"):
+        data["run"] = to_files(manifest["run"], "run")
     first = frames[0]
     picture = (
         f'<img class="mha-frame" src="{first["src"]}" width="{first["width"]}" alt="{html.escape(first["alt"])}">'
@@ -116,7 +124,7 @@ def staticise(nb: nbformat.NotebookNode, stem: str, built: set[str]) -> tuple[di
                     {
                         "page": stem,
                         "explorer": manifest["explorer"],
-                        "frames": len(manifest["frames"]),
+                        "frames": len(manifest["frames"]) + len(manifest.get("run") or []),
                         "bytes": sum(len(b) for b in frames.values()),
                     }
                 )

@@ -8,7 +8,10 @@ state afterwards, so the rest of the lesson sees it as it was.
 Which states: the full cross product of the controls' values where it fits the frame budget; otherwise each
 control along its whole range with the others at their starting values. A slider with more values than its
 share of the budget is sampled evenly, its ends and starting value kept; the page's slider then steps through
-the recorded values only. `EXTRA_STATES` adds, per explorer class, the combinations a lesson's text asks for.
+the recorded values only. `EXTRA_STATES` adds, per explorer class, the combinations a lesson's text asks for. A
+text field becomes a choice of the sentences the lesson itself uses (`text_presets`). An explorer that trains
+(Train and Stop buttons) also has a training run recorded from its starting state: every redraw of the real run,
+thinned evenly, which the page's Train button plays in order.
 """
 
 from __future__ import annotations
@@ -35,6 +38,22 @@ EXTRA_STATES: dict[str, list[dict[str, Any]]] = {
     "CrossAttentionExplorer": [{"mode": "cross-attention", "causal": True}],
 }
 
+
+# Text fields become a choice of the texts the lesson itself uses, by explorer class and control name.
+def text_presets(explorer: Explorer) -> dict[str, list[str]]:
+    """The preset texts for each text field of this explorer (the lesson's own sentences), starting text first."""
+    if type(explorer).__name__ != "HeadBrowser":
+        return {}
+    from mha_lesson.demos.real_heads import annotated_texts
+    from mha_lesson.widgets.head_browser import DEFAULT_TEXT
+
+    start = explorer.controls["text"].value
+    texts = [start, DEFAULT_TEXT, *annotated_texts()[3:7]]  # the sentences lesson 15 prints to paste
+    return {"text": list(dict.fromkeys(texts))}
+
+
+MAX_RUN_FRAMES = 40  # redraws of a recorded training run kept (evenly), the last always
+
 SLIDERS = (widgets.IntSlider, widgets.FloatSlider, widgets.SelectionSlider)
 CHOICES = (widgets.Dropdown, widgets.ToggleButtons, widgets.RadioButtons)
 SWITCHES = (widgets.Checkbox, widgets.ToggleButton)
@@ -57,8 +76,11 @@ def _labels(control: widgets.ValueWidget) -> list[str]:
     return [str(o[0]) if isinstance(o, tuple) else str(o) for o in control.options]
 
 
-def kind(control: widgets.Widget) -> str | None:
-    """How the page draws a control: slider, choice, switch, or None for one it cannot replay (a text field)."""
+def kind(control: widgets.Widget, presets: list[str] | None = None) -> str | None:
+    """How the page draws a control: slider, choice, switch, or None for one it cannot replay (a text field
+    without presets)."""
+    if presets:
+        return "choice"
     if isinstance(control, SLIDERS):
         return "slider"
     if isinstance(control, CHOICES):
@@ -68,8 +90,10 @@ def kind(control: widgets.Widget) -> str | None:
     return None
 
 
-def values_along(control: widgets.ValueWidget) -> list[Any]:
-    """Every value a learner can give the control, in order."""
+def values_along(control: widgets.ValueWidget, presets: list[str] | None = None) -> list[Any]:
+    """Every value a learner can give the control, in order (a text field: its presets)."""
+    if presets:
+        return list(presets)
     if isinstance(control, widgets.IntSlider):
         return list(range(control.min, control.max + 1, control.step))
     if isinstance(control, widgets.FloatSlider):
@@ -94,7 +118,12 @@ def sample(values: list[Any], keep: Any, most: int) -> list[Any]:
 def plan(explorer: Explorer, budget: int = MAX_FRAMES) -> list[dict[str, Any]]:
     """The states to record, the starting one first: a cross product if it fits, else one control at a time."""
     start = {name: plain(v) for name, v in explorer.values().items()}
-    movable = {name: values_along(c) for name, c in explorer.controls.items() if kind(c) and not c.disabled}
+    presets = text_presets(explorer)
+    movable = {
+        name: values_along(c, presets.get(name))
+        for name, c in explorer.controls.items()
+        if kind(c, presets.get(name)) and not c.disabled
+    }
     movable = {name: vals for name, vals in movable.items() if len(vals) > 1}
     extras = [{**start, **s} for s in EXTRA_STATES.get(type(explorer).__name__, []) if set(s) <= set(start)]
     if math.prod(len(v) for v in movable.values()) <= budget - len(extras):
@@ -143,19 +172,60 @@ def describe(explorer: Explorer) -> str:
     return f"{figure_text(explorer.figure)}. Shown for {state}."
 
 
-def control_spec(name: str, control: widgets.ValueWidget, recorded: list[Any]) -> dict[str, Any]:
+def control_spec(
+    name: str, control: widgets.ValueWidget, recorded: list[Any], presets: list[str] | None = None
+) -> dict[str, Any]:
     """What the page needs to draw a control: its kind, label, the recorded values in order, their labels."""
-    spec = {"name": name, "kind": kind(control), "label": control.description or name, "start": plain(control.value)}
-    if isinstance(control, (widgets.SelectionSlider, *CHOICES)):
+    spec = {
+        "name": name,
+        "kind": kind(control, presets),
+        "label": control.description or name,
+        "start": plain(control.value),
+    }
+    if presets:
+        spec["labels"] = [str(v) for v in recorded]
+        spec["select"] = True  # sentences: a drop-down list, not a row of buttons
+    elif isinstance(control, (widgets.SelectionSlider, *CHOICES)):
         labels = dict(zip(_options(control), _labels(control), strict=True))
         spec["labels"] = [labels.get(v, str(v)) for v in recorded]
     spec["values"] = recorded
     return spec
 
 
+def record_run(explorer: Explorer, budget: int) -> list[dict[str, Any]]:
+    """Press Train at the starting state and keep its redraws until the run ends (at most MAX_RUN_FRAMES of them,
+    evenly, the last always, within `budget` bytes): what the page's Train button plays. Empty for other explorers."""
+    if not hasattr(explorer, "train_button") or explorer.error is not None:
+        return []
+    frames: list[dict[str, Any]] = []
+
+    def keep(_: dict) -> None:  # on the training thread, under its lock, right after the new picture is set
+        frames.append(_frame(explorer))
+
+    explorer.image.observe(keep, names="value")
+    try:
+        explorer.on_train()
+        explorer.wait()
+    finally:
+        explorer.image.unobserve(keep, names="value")
+    count = min(len(frames), MAX_RUN_FRAMES)
+    while count > 1 and sum(len(f.get("png", "")) * 3 // 4 for f in evenly(frames, count)) > budget:
+        count //= 2
+    return evenly(frames, count)
+
+
+def evenly(items: list[Any], count: int) -> list[Any]:
+    """count of items, evenly spaced, the first and the last included (just the last for a count of 1)."""
+    if count <= 1:
+        return items[-1:]
+    return [items[round(i * (len(items) - 1) / (count - 1))] for i in range(count)]
+
+
 def record(explorer: Explorer) -> dict[str, Any]:
-    """Every planned state's frame, within MAX_FRAMES and MAX_BYTES, and the controls that replay them."""
+    """Every planned state's frame and a recorded training run, within MAX_FRAMES and MAX_BYTES, and the controls
+    that replay them."""
     start = explorer.values()
+    presets = text_presets(explorer)
     frames, seen, total = [], set(), 0
     for state in plan(explorer):
         explorer.set(**state)
@@ -164,31 +234,33 @@ def record(explorer: Explorer) -> dict[str, Any]:
         if key in seen:  # a control that corrects another (h kept a divisor of d_model) reached a known state
             continue
         total += len(frame.get("png", "")) * 3 // 4
-        if frames and total > MAX_BYTES:
+        if frames and total > MAX_BYTES * 3 // 4:  # a quarter stays for a training run
             break
         seen.add(key)
         frames.append(frame)
     explorer.set(**start)
+    run = record_run(explorer, MAX_BYTES - total)[: MAX_FRAMES - len(frames)]
     per_control = {}
     for name, control in explorer.controls.items():
-        if kind(control):
+        if kind(control, presets.get(name)):
             found = {json.dumps(f["values"][name]): f["values"][name] for f in frames}
-            order = values_along(control) if not isinstance(control, widgets.SelectionSlider) else None
-            vals = list(found.values())
-            if order is not None:
-                vals.sort(key=lambda v: order.index(v) if v in order else len(order))
+            order = values_along(control, presets.get(name))
+            if isinstance(control, widgets.SelectionSlider):  # its options may change with another control
+                vals = sorted(found.values(), key=lambda v: (isinstance(v, str), v))
             else:
-                vals.sort(key=lambda v: (isinstance(v, str), v))
-            per_control[name] = control_spec(name, control, vals)
+                vals = sorted(found.values(), key=lambda v: order.index(v) if v in order else len(order))
+            per_control[name] = control_spec(name, control, vals, presets.get(name))
     return {
         "explorer": type(explorer).__name__,
+        "call": getattr(explorer, "_site_call", {"args": [], "kwargs": {}}),  # how the lesson built it
         "controls": list(per_control.values()),
         "fixed": [
             {"name": n, "label": c.description or n, "value": str(c.value)}
             for n, c in explorer.controls.items()
-            if not kind(c) and hasattr(c, "value")
+            if not kind(c, presets.get(n)) and hasattr(c, "value")
         ],
         "frames": frames,
+        "run": run,
     }
 
 
@@ -203,7 +275,12 @@ def install() -> None:
     shell = get_ipython()
     if shell is not None:
         plain_text = shell.display_formatter.formatters["text/plain"]
-        plain_text.for_type(Figure, lambda fig, p, cycle: p.text(FIGURE_TEXT + (figure_text(fig) or "untitled")))
+
+        def describe_figures(*_: Any) -> None:
+            plain_text.for_type(Figure, lambda fig, p, cycle: p.text(FIGURE_TEXT + (figure_text(fig) or "untitled")))
+
+        # Before every cell: choosing figure formats (the lessons ask for 'retina') drops every Figure formatter.
+        shell.events.register("pre_run_cell", describe_figures)
     if getattr(Explorer._repr_mimebundle_, "records", False):
         return
     shown = Explorer._repr_mimebundle_
@@ -215,3 +292,23 @@ def install() -> None:
 
     with_states.records = True
     Explorer._repr_mimebundle_ = with_states
+
+    def remember_call(cls: type, *args: Any, **kwargs: Any) -> Explorer:
+        # __new__ sees the arguments the lesson passed, for every subclass, even one imported later.
+        explorer = object.__new__(cls)
+        explorer._site_call = {
+            "args": [_portable(a) for a in args],
+            "kwargs": {k: _portable(v) for k, v in kwargs.items()},
+        }
+        return explorer
+
+    Explorer.__new__ = remember_call
+
+
+def _portable(value: Any) -> Any:
+    """A constructor argument as JSON, or {"object": its type's name} (a model, say) for one that is not."""
+    try:
+        json.dumps(value)
+    except TypeError:
+        return {"object": type(value).__name__}
+    return value

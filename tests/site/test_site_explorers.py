@@ -37,3 +37,13 @@ def test_every_control_replays_its_recorded_states_offline(site, browser, reques
     assert len(moves) >= total // 2  # disabled controls and already-set switches are skipped, nothing else
     # Printed at the end of the run (tests/site/conftest.py), never asserted: a time depends on the machine.
     request.config.site_latency = _site.latency_line(moves)
+
+
+def test_train_plays_the_recorded_run_to_its_last_redraw(site, browser):
+    by_page: dict = {}
+    for page, manifest in site.explorers():
+        by_page.setdefault(page, []).append(manifest)
+    runs = [m for ms in by_page.values() for m in ms if m.get("run")]
+    assert runs, "the reduced build should hold an explorer that trains (lesson 13)"
+    problems = [p for page, manifests in by_page.items() for p in _site.play_runs(browser, page, manifests)]
+    assert not problems, problems

@@ -47,7 +47,7 @@
           input.setAttribute("aria-valuetext", label(spec, v));
         };
         wrap.append(input, out);
-      } else if (spec.kind === "choice" && spec.values.length <= 5) {
+      } else if (spec.kind === "choice" && spec.values.length <= 5 && !spec.select) {
         input = document.createElement("div");
         input.setAttribute("role", "radiogroup");
         input.setAttribute("aria-labelledby", id + "-l");
@@ -120,9 +120,8 @@
       });
     }
 
-    function show(i, moved) {
+    function show(i, moved, f = frames[i]) {
       const t0 = performance.now();
-      const f = frames[i];
       current = { ...f.values };
       data.controls.forEach((spec) => {
         inputs[spec.name].show(f.values[spec.name]);
@@ -165,6 +164,7 @@
 
     function choose(name, value) {
       preload();
+      if (root.mhaStop) root.mhaStop();
       const wanted = { ...current, [name]: value };
       let i = byKey.get(keyOf(wanted));
       let moved = [];
@@ -183,6 +183,46 @@
           .map((n) => `${specs[n].label} ${label(specs[n], frames[i].values[n])}`);
       }
       show(i, moved);
+    }
+
+    if (data.run && data.run.length) {
+      // A recorded training run from the starting state: Train plays its redraws in order, Stop pauses it.
+      const bar = document.createElement("div");
+      bar.className = "mha-control mha-run";
+      const train = document.createElement("button");
+      const stop = document.createElement("button");
+      train.type = stop.type = "button";
+      train.textContent = "\u25b6 Train (recorded run)";
+      stop.textContent = "\u25a0 Stop";
+      stop.disabled = true;
+      const status = document.createElement("span");
+      status.className = "mha-hint";
+      bar.append(train, stop, status);
+      box.appendChild(bar);
+      let timer = null, next = 0;
+      const halt = () => {
+        clearInterval(timer);
+        timer = null;
+        train.disabled = false;
+        stop.disabled = true;
+      };
+      train.addEventListener("click", () => {
+        preload();
+        data.run.forEach((f) => f.src && (new Image().src = f.src));
+        const start = frames[0].values;
+        const moved = names.filter((n) => !same(current[n], start[n]));
+        if (next >= data.run.length || moved.length) next = 0;
+        train.disabled = true;
+        stop.disabled = false;
+        status.textContent = moved.length ? "The recorded run starts from the lesson's settings." : "";
+        timer = setInterval(() => {
+          show("run-" + next, [], data.run[next]);
+          next += 1;
+          if (next >= data.run.length) halt();
+        }, 150);
+      });
+      stop.addEventListener("click", halt);
+      root.mhaStop = halt;
     }
 
     show(0, []);
