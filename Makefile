@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 FIRST_LESSON := $(notdir $(firstword $(sort $(wildcard notebooks/*.ipynb))))
 
-.PHONY: lab test lint format html bench clean
+.PHONY: lab test lint format site bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,12 +42,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-# A static, offline copy of every lesson, executed, in build/html/ (open build/html/index.html).
-html: $(STAMP)
-	$(BIN)/python -m mha_lesson.aids.export_html
-
 # One benchmark, outside the package (benchmarks/README.md): `make bench NAME=lm`; without NAME, core.
 NAME ?= core
+# The static site in build/site/ (open build/site/index.html, or serve the folder): every lesson executed, each
+# explorer replaying states recorded by its own code. LESSONS="01 07" builds only those (as the tests do).
+LESSONS ?=
+site: $(STAMP)
+	$(BIN)/python -m website $(if $(LESSONS),--lessons $(LESSONS))
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks $(NAME)
 

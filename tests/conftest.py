@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from benchmarks.notebooks import WORKERS, execute
 from mha_lesson.aids.concept_map import NOTEBOOKS
-from mha_lesson.aids.export_html import WORKERS, execute
 
 # derandomize: examples come from a fixed seed, so a failure reproduces on every machine and run;
 # database=None then keeps .hypothesis/ out of the checkout. deadline=None: shared CI cores are noisy.
@@ -21,7 +21,7 @@ settings.load_profile("mha")
 def executed_notebook():
     """Path -> the notebook run headless, each run once and shared by the notebook and static-export tests.
 
-    The first request starts every lesson, WORKERS at a time, as `make html` runs them; a notebook whose cell
+    The first request starts every lesson, WORKERS at a time, as `make site` runs them; a notebook whose cell
     fails raises only when that notebook is asked for.
     """
     with ThreadPoolExecutor(WORKERS) as pool:

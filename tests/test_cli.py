@@ -17,7 +17,7 @@ from benchmarks import __main__ as bench
 from mha_lesson.aids import flashcards
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE, BENCH = ROOT / "mha_lesson", ROOT / "benchmarks"
+PACKAGE, BENCH, SITE = ROOT / "mha_lesson", ROOT / "benchmarks", ROOT / "website"
 # Benchmark modules, read off the folder (independently of the dispatcher's own discovery).
 BENCHMARKS = sorted(p.stem for p in BENCH.glob("*.py") if not p.stem.startswith("_"))
 
@@ -36,7 +36,9 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__main__" else parts)
 
 
-ENTRY_POINTS = sorted(_module(p) for folder in (PACKAGE, BENCH) for p in folder.rglob("*.py") if _has_main_block(p))
+ENTRY_POINTS = sorted(
+    _module(p) for folder in (PACKAGE, BENCH, SITE) for p in folder.rglob("*.py") if _has_main_block(p)
+)
 
 
 def run_module(module: str, args: list[str], cwd: Path, monkeypatch) -> int:
@@ -53,7 +55,7 @@ def run_module(module: str, args: list[str], cwd: Path, monkeypatch) -> int:
 
 
 def test_the_entry_points_found_include_the_known_ones():
-    assert {"mha_lesson.aids.flashcards", "mha_lesson.aids.export_html", "benchmarks"} <= set(ENTRY_POINTS)
+    assert {"mha_lesson.aids.flashcards", "website", "benchmarks"} <= set(ENTRY_POINTS)
     assert {"core", "minilm", "widgets"} <= set(BENCHMARKS)
 
 

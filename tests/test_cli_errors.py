@@ -49,16 +49,12 @@ def test_flashcards_names_an_output_it_cannot_write(why, tmp_path):
     assert_one_line_error(run("mha_lesson.aids.flashcards", str(out), cwd=tmp_path), "cannot write", str(out))
 
 
-def test_export_html_names_a_missing_notebook(tmp_path):
-    missing = tmp_path / "nowhere.ipynb"
-    result = run("mha_lesson.aids.export_html", str(missing), "--out", str(tmp_path / "html"), cwd=tmp_path)
-    assert_one_line_error(result, "no such file", str(missing))
+def test_site_names_a_lesson_that_does_not_exist(tmp_path):
+    result = run("website", "--lessons", "01", "99", "--out", str(tmp_path / "site"), cwd=ROOT)
+    assert_one_line_error(result, "--lessons", "99")
 
 
-def test_export_html_names_an_out_under_a_file(tmp_path):
+def test_site_names_an_out_under_a_file(tmp_path):
     (tmp_path / "a_file").write_text("x")
-    notebook = tmp_path / "one.ipynb"
-    notebook.write_text('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
-    out = tmp_path / "a_file" / "html"
-    result = run("mha_lesson.aids.export_html", str(notebook), "--out", str(out), cwd=tmp_path)
-    assert_one_line_error(result, "--out", str(out))
+    out = tmp_path / "a_file" / "site"
+    assert_one_line_error(run("website", "--lessons", "01", "--out", str(out), cwd=ROOT), "--out", str(out))

@@ -26,7 +26,7 @@ FORBIDDEN = {
     "plots": {"widgets", "exercises"},
 }
 # Outside the package a learner installs: nothing in it may import these.
-OUTSIDE = ("benchmarks", "tests")
+OUTSIDE = ("benchmarks", "tests", "website")
 
 
 def layer_of(module: str) -> str:

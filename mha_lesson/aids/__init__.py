@@ -1,4 +1,4 @@
-"""Learning aids around the lessons: the concept map, the flashcard deck and the static HTML export.
+"""Learning aids around the lessons: the lesson list and minutes, the glossary, the concept map and the flashcards.
 
-Command lines: `python -m mha_lesson.aids.flashcards` and `python -m mha_lesson.aids.export_html`.
+Command line: `python -m mha_lesson.aids.flashcards`. The static site is built outside the package (website/).
 """
