@@ -65,12 +65,14 @@ RESTORED_PIXELS = 0.002  # fraction of pixels allowed to differ when every contr
 # Typed into text fields (the first that differs from the field's text): short, so a map of its tokens stays legible.
 TYPED_TEXTS = ("The cat sat on the mat.", "Birds sing at dawn.")
 
-# User settings for the temporary server: no news or update checks, and no windowing, so every cell's
-# output stays in the DOM at its real height (windowed notebooks detach or estimate off-screen cells).
-USER_SETTINGS = {
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
-}
+# The setting defaults `make lab` installs (no news or update checks; no windowing, so every cell's output stays in
+# the DOM at its real height and a link to a far heading finds it): the temporary server reads the same file, found
+# above this module wherever the folder of browser helpers sits in the checkout.
+OVERRIDES = next(
+    (d / "jupyter" / "overrides.json5" for d in Path(__file__).resolve().parents if (d / "jupyter").is_dir()),
+    Path("jupyter/overrides.json5"),
+)
+LABEXTENSIONS = OVERRIDES.parent / "labextensions"  # front-end plugins `make lab` installs (a link that lands)
 
 # Installed in every page before JupyterLab loads; the Python side calls these through `__mha`.
 PAGE_LIB = r"""
@@ -510,10 +512,16 @@ def lab_server(notebooks: Path, workdir: Path, env_extra: dict[str, str] | None 
             (checkout / sibling.name).symlink_to(sibling)
     root = checkout / notebooks.resolve().name
     shutil.copytree(notebooks, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    # An empty user settings folder (a tester's own JupyterLab settings must not change the run) and the project's
+    # defaults where `make lab` puts them, in an app settings folder of the server's own.
     settings = workdir / "user-settings"
-    for name, value in USER_SETTINGS.items():
-        (settings / name).parent.mkdir(parents=True, exist_ok=True)
-        (settings / name).write_text(json.dumps(value))
+    settings.mkdir()
+    if not OVERRIDES.is_file():
+        raise FileNotFoundError(f"the JupyterLab settings `make lab` installs were expected at {OVERRIDES}")
+    app_settings = workdir / "app-settings"
+    (app_settings / "overrides.d").mkdir(parents=True)
+    shutil.copy(OVERRIDES, app_settings / "overrides.d" / "mha-lesson.json5")
+    shutil.copytree(LABEXTENSIONS, workdir / "data" / "labextensions")  # JUPYTER_DATA_DIR below
     # Private Jupyter/IPython dirs: no user config, kernels or startup files leak in, nothing is written to ~.
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "runtime"),
@@ -528,6 +536,7 @@ def lab_server(notebooks: Path, workdir: Path, env_extra: dict[str, str] | None 
         "--ServerApp.terminals_enabled=False",
         "--LabApp.expose_app_in_browser=True",
         f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
+        f"--LabApp.app_settings_dir={app_settings}",
         # Nothing may reach the network: no news feed, no update check, no PyPI extension manager.
         "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--LabApp.extension_manager=readonly",
