@@ -58,6 +58,9 @@ TARGET_P90_MS = 120.0  # over every slider move of every explorer
 # Window widths at which the images are measured: the reference width (a 1400-pixel window shows a cell about 950
 # CSS pixels wide), then a narrower and a wider one (an explorer's figure must keep its size, never stretch).
 WINDOW_WIDTHS = (1400, 1200, 1600)
+# A laptop: 1024 pixels wide with the file browser open. An explorer scales down to fit (never stretched), no
+# part of it is cut off, and nothing in the output area scrolls sideways.
+LAPTOP_VIEWPORT = {"width": 1024, "height": 768}
 IMAGE_RATIO = (0.9, 1.05)  # displayed / natural CSS width of every image at 1400 pixels
 HIDPI_VIEWPORT = {"width": 1400, "height": 1000}
 FOCUS_PAUSE_MS = 300  # between focusing a slider and its first key press: a person's reaction time
@@ -353,6 +356,36 @@ PAGE_LIB = r"""
     });
     return out;
   };
+  // Each explorer in a narrow window: its figure's box against its natural CSS size, and how far the figure and the
+  // whole explorer reach past the output area's right edge (or need a sideways scroll inside it).
+  M.fit = () => {
+    const out = [];
+    M.panel.content.widgets.forEach((cell, index) => {
+      if (cell.model.type !== 'code') return;
+      for (const root of cell.outputArea.node.querySelectorAll('.mha-explorer')) {
+        const img = root.querySelector('img.mha-figure');
+        const output = root.closest('.jp-OutputArea-output') || root;
+        const area = output.getBoundingClientRect();  // right of the prompt column
+        const box = img ? img.getBoundingClientRect() : null;
+        const css = img && img.style.width.endsWith('px') ? parseFloat(img.style.width) : null;
+        out.push({cell: index, name: [...root.classList].find((c) => c.startsWith('mha-explorer-')) || '',
+          shown: box ? box.width : null, shownHeight: box ? box.height : null, natural: css,
+          aspect: img && img.naturalWidth ? img.naturalHeight / img.naturalWidth : null,
+          figureOver: box && box.width ? Math.round(box.right - area.right) : 0,
+          explorerOver: Math.round(root.getBoundingClientRect().right - area.right),
+          scroll: Math.max(output.scrollWidth - output.clientWidth, root.scrollWidth - root.clientWidth),
+          area: Math.round(area.width)});
+      }
+    });
+    return out;
+  };
+  // Open the file browser (laptop layout); returns whether the left area was collapsed before.
+  M.openSidebar = () => {
+    const shell = window.jupyterapp.shell, was = shell.leftCollapsed;
+    shell.activateById('filebrowser');
+    shell.expandLeft();
+    return was;
+  };
   M.imagesLoaded = () => [...M.panel.content.node.querySelectorAll('.jp-OutputArea img')].every((i) => i.complete);
   // Page height that shows the whole notebook without scrolling (the file browser folded away for width).
   M.fullHeight = () => {
@@ -396,6 +429,7 @@ class Visit:
     requests: list[str] = field(default_factory=list, repr=False)
     screenshot: Path | None = None
     images: dict[int, list[dict]] = field(default_factory=dict, repr=False)  # window width -> M.images()
+    laptop: list[dict] = field(default_factory=list, repr=False)  # M.fit() at LAPTOP_VIEWPORT, file browser open
 
     @property
     def image_size_problems(self) -> list[str]:
@@ -412,13 +446,35 @@ class Visit:
 
     @property
     def growing_explorers(self) -> list[str]:
-        """Explorer images that are wider in a 1600-pixel window than in a 1200-pixel one."""
+        """Explorer images that widen with the window beyond their natural CSS width (1200 -> 1600 pixels); one
+        scaled down to fit the narrower window may grow back to its natural width."""
         narrow, wide = self.images.get(1200, []), self.images.get(1600, [])
         return [
             f"cell {a['cell']}: explorer image {a['shown']:.0f} px wide at 1200, {b['shown']:.0f} px at 1600"
             for a, b in zip(narrow, wide, strict=False)
-            if a["explorer"] and b["shown"] > a["shown"] + 1
+            if a["explorer"] and b["shown"] > a["shown"] + 1 and b["shown"] > (b["declared"] or b["pixels"]) + 1
         ]
+
+    @property
+    def laptop_problems(self) -> list[str]:
+        """Explorers that do not fit a 1024-pixel window with the file browser open: cut off, scrolling sideways,
+        stretched or squeezed out of shape, or shrunk although they would fit."""
+        problems = []
+        for e in self.laptop:
+            where = f"cell {e['cell']} {e['name']}"
+            if e["figureOver"] > 1 or e["explorerOver"] > 1:
+                problems.append(f"{where}: reaches {max(e['figureOver'], e['explorerOver'])} px past the output area")
+            if e["scroll"] > 1:
+                problems.append(f"{where}: scrolls sideways by {e['scroll']} px")
+            if not e["shown"] or not e["natural"]:
+                continue
+            if e["shown"] > e["natural"] + 1:
+                problems.append(f"{where}: figure stretched from {e['natural']:.0f} to {e['shown']:.0f} CSS px")
+            if e["shown"] < e["natural"] - 1 and e["shown"] < e["area"] - 24:
+                problems.append(f"{where}: figure shrunk to {e['shown']:.0f} px although the area is {e['area']} px")
+            if e["aspect"] and abs(e["shownHeight"] / e["shown"] - e["aspect"]) > 0.02:
+                problems.append(f"{where}: figure out of shape ({e['shownHeight']:.0f} x {e['shown']:.0f} px)")
+        return problems
 
     @property
     def slider_problems(self) -> list[str]:
@@ -646,6 +702,7 @@ def visit_notebook(
         cells = page.evaluate("() => __mha.cells()")
         check_cells(cells, visit)
         visit.images = measure_images(page)
+        visit.laptop = measure_laptop(page)
         start = time.monotonic()
         for group in page.evaluate("() => __mha.groups()"):
             exercise(page, group, explorer_name(notebook, group, cells), moves, visit)
@@ -674,6 +731,19 @@ def measure_images(page: Any) -> dict[int, list[dict]]:
     page.set_viewport_size(VIEWPORT)
     page.wait_for_timeout(300)
     return sizes
+
+
+def measure_laptop(page: Any) -> list[dict]:
+    """Every explorer's fit (see `__mha.fit`) in LAPTOP_VIEWPORT with the file browser open; put back after."""
+    page.set_viewport_size(LAPTOP_VIEWPORT)
+    was_collapsed = page.evaluate("() => __mha.openSidebar()")
+    page.wait_for_timeout(800)  # let Lumino lay the panels out again
+    fit = page.evaluate("() => __mha.fit()")
+    if was_collapsed:
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+    page.set_viewport_size(VIEWPORT)
+    page.wait_for_timeout(300)
+    return fit
 
 
 @dataclass
