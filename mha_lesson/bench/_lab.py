@@ -522,6 +522,7 @@ class LabServer:
     root: Path
     process: subprocess.Popen
     log: Path
+    client: str = "lab"  # or "notebook": Notebook 7
 
     def api(self, method: str, path: str) -> Any:
         """Call the REST API directly (no proxy: it is loopback)."""
@@ -541,7 +542,9 @@ class LabServer:
             self.api("DELETE", f"/api/kernels/{kernel['id']}")
 
     def page_url(self, notebook: str) -> str:
-        """The URL that opens `notebook` alone (`?reset` ignores any saved workspace)."""
+        """The URL that opens `notebook` alone (`?reset` ignores any saved workspace; Notebook 7 has none)."""
+        if self.client == "notebook":
+            return f"{self.url}/notebooks/{urllib.parse.quote(notebook)}?token={self.token}"
         return f"{self.url}/lab/tree/{urllib.parse.quote(notebook)}?reset&token={self.token}"
 
 
@@ -553,11 +556,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def lab_server(notebooks: Path, workdir: Path, env_extra: dict[str, str] | None = None) -> Iterator[LabServer]:
+def lab_server(
+    notebooks: Path, workdir: Path, env_extra: dict[str, str] | None = None, client: str = "lab"
+) -> Iterator[LabServer]:
     """Serve a copy of `notebooks` from `workdir`; stop the server and every kernel on exit, even on error.
 
     env_extra: environment variables for the server and its kernels (the benchmark sets MHA_LESSON_PIXEL_RATIO).
+    client: "lab" for JupyterLab, "notebook" for Notebook 7 (same settings and front-end plugins).
     """
+    if client not in ("lab", "notebook"):
+        raise ValueError(f"client: expected 'lab' or 'notebook', got {client!r}")
     # The lessons run from a copy (a learner's checkpoints and caches must not change the run, and the run must
     # not write into the checkout), placed among links to its siblings so that paths like ../tests/ resolve
     # as they do for a learner who starts `jupyter lab` in notebooks/.
@@ -584,24 +592,26 @@ def lab_server(notebooks: Path, workdir: Path, env_extra: dict[str, str] | None 
                      ("IPYTHONDIR", "ipython")]:  # fmt: skip
         env[var] = str(workdir / sub)
     port, token = free_port(), secrets.token_hex(24)
+    app = "LabApp" if client == "lab" else "JupyterNotebookApp"
     cmd = [
-        sys.executable, "-m", "jupyterlab", "--no-browser",
+        sys.executable, "-m", "jupyterlab" if client == "lab" else "notebook", "--no-browser",
         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
         "--ServerApp.allow_root=True",  # CI containers run as root
         "--ServerApp.terminals_enabled=False",
-        "--LabApp.expose_app_in_browser=True",
-        f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
-        f"--LabApp.app_settings_dir={app_settings}",
-        # Nothing may reach the network: no news feed, no update check, no PyPI extension manager.
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
+        f"--{app}.expose_app_in_browser=True",
+        f"--{app}.user_settings_dir={settings}", f"--{app}.workspaces_dir={workdir / 'workspaces'}",
+        f"--{app}.app_settings_dir={app_settings}",
     ]  # fmt: skip
+    if client == "lab":
+        # Nothing may reach the network: no news feed, no update check, no PyPI extension manager.
+        cmd += ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.extension_manager=readonly"]  # fmt: skip
     log = workdir / "jupyterlab.log"
     with log.open("w") as log_file:
         # Own process group, so stopping it never signals the test runner.
         process = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    server = LabServer(f"http://127.0.0.1:{port}", token, root, process, log)
+    server = LabServer(f"http://127.0.0.1:{port}", token, root, process, log, client)
     try:
         deadline = time.monotonic() + OPEN_TIMEOUT_S
         while True:

@@ -7,6 +7,7 @@ exist when the link asked for it; the server here reads the settings `make lab` 
 from __future__ import annotations
 
 import pytest
+from _pages import ON_SCREEN_JS
 
 pytestmark = pytest.mark.browser
 
@@ -18,23 +19,6 @@ LINKS = [
     ("02_why_split_heads.ipynb", "flop"),
 ]
 OPEN_MS = 120_000
-
-# The heading a fragment names (JupyterLab sets `id`, or `data-jupyter-id` when its sanitizer drops ids), and
-# whether it lies inside the visible part of the notebook in front.
-ON_SCREEN_JS = r"""
-([path, fragment]) => {
-  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
-  if (!w || !w.context || w.context.path !== path) return null;
-  const sel = `[id="${fragment}"], [data-jupyter-id="${fragment}"]`;
-  const heading = w.node.querySelector(sel);
-  if (!heading) return {found: false};
-  const scroller = w.content.node.querySelector('.jp-WindowedPanel-outer') || w.content.node;
-  const view = scroller.getBoundingClientRect(), box = heading.getBoundingClientRect();
-  return {found: true, text: heading.textContent.replace('¶', '').trim(),
-          onScreen: box.top >= view.top && box.bottom <= view.bottom && box.height > 0,
-          top: Math.round(box.top - view.top), scrolled: Math.round(scroller.scrollTop)};
-}
-"""
 
 
 def open_notebook(page, lab, notebook: str) -> None:

@@ -7,6 +7,9 @@
 // - Reopened lessons: a saved widget output whose kernel is gone shows "Error displaying widget: model not found".
 //   The explorers save their starting picture next to the widget (image/png); this shows that picture instead,
 //   with one line saying to run the cell.
+// - Slider keys: Notebook 7 matches its keyboard shortcuts before the slider sees the key, so ArrowRight on a clicked
+//   slider moved to the next cell. Lumino skips shortcuts for a target marked data-lm-suppress-shortcuts: the
+//   slider's own keys get that mark for the moment of the key press.
 (function () {
   const WAIT_MS = 20000;
   const STEP_MS = 100;
@@ -98,12 +101,25 @@
     }).observe(document.body, {childList: true, subtree: true, characterData: true});
   };
 
+  const SLIDER_KEYS = new Set(['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End', 'PageUp', 'PageDown']);
+  const keepSliderKeys = () => {
+    // Capture on window: before Lumino's own listener on document, whichever phase that uses.
+    window.addEventListener('keydown', (event) => {
+      const target = event.target;
+      if (!SLIDER_KEYS.has(event.key) || !(target instanceof Element) || !target.closest('.noUi-target')) return;
+      if (target.hasAttribute('data-lm-suppress-shortcuts')) return;
+      target.setAttribute('data-lm-suppress-shortcuts', 'true');
+      setTimeout(() => target.removeAttribute('data-lm-suppress-shortcuts'), 0);
+    }, true);
+  };
+
   const plugin = {
     id: 'mha-lesson-frontend:plugin',
-    description: 'Links to a heading land on it; a reopened explorer shows its starting picture.',
+    description: 'Links land on their heading; reopened explorers show their starting picture; slider keys move sliders.',
     autoStart: true,
     activate: (app) => {
       watchMissingWidgets(app);
+      keepSliderKeys();
       // JupyterLab: a clicked link runs this command with the path and the fragment.
       app.commands.commandExecuted.connect((_, args) => {
         if (args.id !== 'rendermime:handle-local-link' || !args.args || !args.args.id) return;
