@@ -29,7 +29,7 @@ import os
 import struct
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any
 
 import ipywidgets as widgets
@@ -44,6 +44,20 @@ from .._blas import one_blas_thread
 from ..plots.style import RC
 
 FIT_WIDTH = "calc(100% - 4px)"  # an explorer's figure at most as wide as its output area
+
+
+def set_options(slider: widgets.SelectionSlider, options: Sequence[Any], value: Any) -> None:
+    """Give a selection slider new options and a value, and have the page rebuild the slider for them.
+
+    The page's slider (noUiSlider) takes a new range for dragging and arrows, but Home and End keep going to the
+    ends of its first range (End gave h = 512 once d_model had gone to 1024). A change of orientation makes
+    ipywidgets build the slider anew from the current options, so End, Home and the handle agree with them.
+    """
+    slider.options = options
+    slider.value = value
+    orientation = slider.orientation
+    slider.orientation = "vertical" if orientation == "horizontal" else "horizontal"
+    slider.orientation = orientation
 
 
 def divisors(n: int, most: int | None = None) -> list[int]:
@@ -390,9 +404,8 @@ class Explorer:
             options = divisors(int(change["new"]), most)
             current = self.controls[h].value
             with self.hold():
-                self.controls[h].options = options
                 # Keep the learner's h when still valid, else the nearest valid one.
-                self.controls[h].value = min(options, key=lambda o: (abs(o - current), o))
+                set_options(self.controls[h], options, min(options, key=lambda o: (abs(o - current), o)))
 
         self.before_redraw(update_options, d_model)  # fix h first, then redraw once with a valid pair
 
