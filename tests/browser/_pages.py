@@ -16,3 +16,14 @@ ON_SCREEN_JS = r"""
           top: Math.round(box.top - view.top), scrolled: Math.round(scroller.scrollTop)};
 }
 """
+
+
+def open_and_run(page, server, notebook: str) -> None:
+    """Open `notebook` in `page`, run all its cells and wait until every widget has rendered."""
+    from mha_lesson.bench import _lab
+
+    page.goto(server.page_url(notebook), timeout=_lab.OPEN_TIMEOUT_S * 1e3)
+    page.wait_for_function("p => __mha.open(p)", arg=notebook, timeout=_lab.OPEN_TIMEOUT_S * 1e3)
+    page.evaluate("() => __mha.runAll()")
+    page.wait_for_function("() => __mha.done()", timeout=_lab.RUN_TIMEOUT_S * 1e3)
+    page.wait_for_function("() => !__mha.pendingWidgets()", timeout=_lab.WIDGET_TIMEOUT_S * 1e3)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _pages import ON_SCREEN_JS
+from _pages import ON_SCREEN_JS, open_and_run
 
 from mha_lesson.bench import _lab
 
@@ -45,11 +45,7 @@ def test_a_lesson_runs_and_one_explorer_answers_every_slider_in_notebook_7(nb7, 
     page = context.new_page()
     page.on("pageerror", lambda exc: visit.errors.append(f"page error: {exc}"))
     try:
-        page.goto(server.page_url(lesson), timeout=_lab.OPEN_TIMEOUT_S * 1e3)
-        page.wait_for_function("p => __mha.open(p)", arg=lesson, timeout=_lab.OPEN_TIMEOUT_S * 1e3)
-        page.evaluate("() => __mha.runAll()")
-        page.wait_for_function("() => __mha.done()", timeout=_lab.RUN_TIMEOUT_S * 1e3)
-        page.wait_for_function("() => !__mha.pendingWidgets()", timeout=_lab.WIDGET_TIMEOUT_S * 1e3)
+        open_and_run(page, server, lesson)
         cells = page.evaluate("() => __mha.cells()")
         _lab.check_cells(cells, visit)
         assert not visit.errors, "\n".join(visit.errors)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _pages import open_and_run
 
 from mha_lesson.bench import _lab
 
@@ -46,11 +47,7 @@ def test_a_reopened_lesson_shows_each_explorers_starting_picture(lab):
     original = saved.read_bytes()  # other tests open this lesson too: put it back as it was
     page = lab.context.new_page()
     try:
-        page.goto(lab.server.page_url(LESSON), timeout=_lab.OPEN_TIMEOUT_S * 1e3)
-        page.wait_for_function("p => __mha.open(p)", arg=LESSON, timeout=_lab.OPEN_TIMEOUT_S * 1e3)
-        page.evaluate("() => __mha.runAll()")
-        page.wait_for_function("() => __mha.done()", timeout=_lab.RUN_TIMEOUT_S * 1e3)
-        page.wait_for_function("() => !__mha.pendingWidgets()", timeout=_lab.WIDGET_TIMEOUT_S * 1e3)
+        open_and_run(page, lab.server, LESSON)
         live = page.evaluate(WIDGET_OUTPUTS_JS)
         assert any(o["png"] for o in live), "the lesson shows no explorer with a saved picture"
         page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")

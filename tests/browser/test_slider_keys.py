@@ -5,6 +5,7 @@ divisors of d_model, so moving d_model gives h new options). Before the fix, End
 from __future__ import annotations
 
 import pytest
+from _pages import open_and_run
 
 from mha_lesson.bench import _lab
 
@@ -40,11 +41,7 @@ def press(page, cid: str, key: str) -> dict:
 def test_end_home_and_the_handle_follow_new_options(lab):
     page = lab.context.new_page()
     try:
-        page.goto(lab.server.page_url(LESSON), timeout=_lab.OPEN_TIMEOUT_S * 1e3)
-        page.wait_for_function("p => __mha.open(p)", arg=LESSON, timeout=_lab.OPEN_TIMEOUT_S * 1e3)
-        page.evaluate("() => __mha.runAll()")
-        page.wait_for_function("() => __mha.done()", timeout=_lab.RUN_TIMEOUT_S * 1e3)
-        page.wait_for_function("() => !__mha.pendingWidgets()", timeout=_lab.WIDGET_TIMEOUT_S * 1e3)
+        open_and_run(page, lab.server, LESSON)
         group = next(g for g in page.evaluate("() => __mha.groups()") if g["name"] == EXPLORER)
         sliders = {c["label"]: c["cid"] for c in group["controls"] if c["kind"] == "slider"}
         d_model, h = sliders["d_model"], sliders["h"]
