@@ -27,10 +27,20 @@ $(LAB_SETTINGS): jupyter/overrides.json5 | $(STAMP)
 	@mkdir -p $(@D)
 	cp $< $@
 
+# Front-end plugins without a build step (jupyter/labextensions/): a link to a glossary term lands on the term, and
+# a reopened lesson shows each explorer's starting picture until its cell runs again.
+LAB_EXTENSION := $(VENV)/share/jupyter/labextensions/mha-lesson-frontend/package.json
+LAB_EXTENSION_FILES := $(wildcard jupyter/labextensions/mha-lesson-frontend/*.json jupyter/labextensions/mha-lesson-frontend/static/*)
+
+$(LAB_EXTENSION): $(LAB_EXTENSION_FILES) | $(STAMP)
+	@mkdir -p $(dir $(@D))
+	rm -rf $(@D)
+	cp -r jupyter/labextensions/mha-lesson-frontend $(@D)
+
 # default_url is the page of every URL the server prints and of the browser it opens itself, so a URL pasted
 # into a browser on another machine lands on the first lesson too (a notebook named on the command line
 # would reach only the browser JupyterLab opens).
-lab: $(STAMP) $(LAB_SETTINGS)
+lab: $(STAMP) $(LAB_SETTINGS) $(LAB_EXTENSION)
 	cd notebooks && ../$(BIN)/jupyter lab $(ALLOW_ROOT) --LabApp.default_url=/lab/tree/$(FIRST_LESSON)
 
 test: $(STAMP)

@@ -58,6 +58,9 @@ TARGET_P90_MS = 120.0  # over every slider move of every explorer
 # Window widths at which the images are measured: the reference width (a 1400-pixel window shows a cell about 950
 # CSS pixels wide), then a narrower and a wider one (an explorer's figure must keep its size, never stretch).
 WINDOW_WIDTHS = (1400, 1200, 1600)
+# A laptop: 1024 pixels wide with the file browser open. An explorer scales down to fit (never stretched), no
+# part of it is cut off, and nothing in the output area scrolls sideways.
+LAPTOP_VIEWPORT = {"width": 1024, "height": 768}
 IMAGE_RATIO = (0.9, 1.05)  # displayed / natural CSS width of every image at 1400 pixels
 HIDPI_VIEWPORT = {"width": 1400, "height": 1000}
 FOCUS_PAUSE_MS = 300  # between focusing a slider and its first key press: a person's reaction time
@@ -65,12 +68,14 @@ RESTORED_PIXELS = 0.002  # fraction of pixels allowed to differ when every contr
 # Typed into text fields (the first that differs from the field's text): short, so a map of its tokens stays legible.
 TYPED_TEXTS = ("The cat sat on the mat.", "Birds sing at dawn.")
 
-# User settings for the temporary server: no news or update checks, and no windowing, so every cell's
-# output stays in the DOM at its real height (windowed notebooks detach or estimate off-screen cells).
-USER_SETTINGS = {
-    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
-}
+# The setting defaults `make lab` installs (no news or update checks; no windowing, so every cell's output stays in
+# the DOM at its real height and a link to a far heading finds it): the temporary server reads the same file, found
+# above this module wherever the folder of browser helpers sits in the checkout.
+OVERRIDES = next(
+    (d / "jupyter" / "overrides.json5" for d in Path(__file__).resolve().parents if (d / "jupyter").is_dir()),
+    Path("jupyter/overrides.json5"),
+)
+LABEXTENSIONS = OVERRIDES.parent / "labextensions"  # front-end plugins `make lab` installs (a link that lands)
 
 # Installed in every page before JupyterLab loads; the Python side calls these through `__mha`.
 PAGE_LIB = r"""
@@ -351,6 +356,36 @@ PAGE_LIB = r"""
     });
     return out;
   };
+  // Each explorer in a narrow window: its figure's box against its natural CSS size, and how far the figure and the
+  // whole explorer reach past the output area's right edge (or need a sideways scroll inside it).
+  M.fit = () => {
+    const out = [];
+    M.panel.content.widgets.forEach((cell, index) => {
+      if (cell.model.type !== 'code') return;
+      for (const root of cell.outputArea.node.querySelectorAll('.mha-explorer')) {
+        const img = root.querySelector('img.mha-figure');
+        const output = root.closest('.jp-OutputArea-output') || root;
+        const area = output.getBoundingClientRect();  // right of the prompt column
+        const box = img ? img.getBoundingClientRect() : null;
+        const css = img && img.style.width.endsWith('px') ? parseFloat(img.style.width) : null;
+        out.push({cell: index, name: [...root.classList].find((c) => c.startsWith('mha-explorer-')) || '',
+          shown: box ? box.width : null, shownHeight: box ? box.height : null, natural: css,
+          aspect: img && img.naturalWidth ? img.naturalHeight / img.naturalWidth : null,
+          figureOver: box && box.width ? Math.round(box.right - area.right) : 0,
+          explorerOver: Math.round(root.getBoundingClientRect().right - area.right),
+          scroll: Math.max(output.scrollWidth - output.clientWidth, root.scrollWidth - root.clientWidth),
+          area: Math.round(area.width)});
+      }
+    });
+    return out;
+  };
+  // Open the file browser (laptop layout); returns whether the left area was collapsed before.
+  M.openSidebar = () => {
+    const shell = window.jupyterapp.shell, was = shell.leftCollapsed;
+    shell.activateById('filebrowser');
+    shell.expandLeft();
+    return was;
+  };
   M.imagesLoaded = () => [...M.panel.content.node.querySelectorAll('.jp-OutputArea img')].every((i) => i.complete);
   // Page height that shows the whole notebook without scrolling (the file browser folded away for width).
   M.fullHeight = () => {
@@ -394,6 +429,7 @@ class Visit:
     requests: list[str] = field(default_factory=list, repr=False)
     screenshot: Path | None = None
     images: dict[int, list[dict]] = field(default_factory=dict, repr=False)  # window width -> M.images()
+    laptop: list[dict] = field(default_factory=list, repr=False)  # M.fit() at LAPTOP_VIEWPORT, file browser open
 
     @property
     def image_size_problems(self) -> list[str]:
@@ -410,13 +446,35 @@ class Visit:
 
     @property
     def growing_explorers(self) -> list[str]:
-        """Explorer images that are wider in a 1600-pixel window than in a 1200-pixel one."""
+        """Explorer images that widen with the window beyond their natural CSS width (1200 -> 1600 pixels); one
+        scaled down to fit the narrower window may grow back to its natural width."""
         narrow, wide = self.images.get(1200, []), self.images.get(1600, [])
         return [
             f"cell {a['cell']}: explorer image {a['shown']:.0f} px wide at 1200, {b['shown']:.0f} px at 1600"
             for a, b in zip(narrow, wide, strict=False)
-            if a["explorer"] and b["shown"] > a["shown"] + 1
+            if a["explorer"] and b["shown"] > a["shown"] + 1 and b["shown"] > (b["declared"] or b["pixels"]) + 1
         ]
+
+    @property
+    def laptop_problems(self) -> list[str]:
+        """Explorers that do not fit a 1024-pixel window with the file browser open: cut off, scrolling sideways,
+        stretched or squeezed out of shape, or shrunk although they would fit."""
+        problems = []
+        for e in self.laptop:
+            where = f"cell {e['cell']} {e['name']}"
+            if e["figureOver"] > 1 or e["explorerOver"] > 1:
+                problems.append(f"{where}: reaches {max(e['figureOver'], e['explorerOver'])} px past the output area")
+            if e["scroll"] > 1:
+                problems.append(f"{where}: scrolls sideways by {e['scroll']} px")
+            if not e["shown"] or not e["natural"]:
+                continue
+            if e["shown"] > e["natural"] + 1:
+                problems.append(f"{where}: figure stretched from {e['natural']:.0f} to {e['shown']:.0f} CSS px")
+            if e["shown"] < e["natural"] - 1 and e["shown"] < e["area"] - 24:
+                problems.append(f"{where}: figure shrunk to {e['shown']:.0f} px although the area is {e['area']} px")
+            if e["aspect"] and abs(e["shownHeight"] / e["shown"] - e["aspect"]) > 0.02:
+                problems.append(f"{where}: figure out of shape ({e['shownHeight']:.0f} x {e['shown']:.0f} px)")
+        return problems
 
     @property
     def slider_problems(self) -> list[str]:
@@ -464,6 +522,7 @@ class LabServer:
     root: Path
     process: subprocess.Popen
     log: Path
+    client: str = "lab"  # or "notebook": Notebook 7
 
     def api(self, method: str, path: str) -> Any:
         """Call the REST API directly (no proxy: it is loopback)."""
@@ -483,7 +542,9 @@ class LabServer:
             self.api("DELETE", f"/api/kernels/{kernel['id']}")
 
     def page_url(self, notebook: str) -> str:
-        """The URL that opens `notebook` alone (`?reset` ignores any saved workspace)."""
+        """The URL that opens `notebook` alone (`?reset` ignores any saved workspace; Notebook 7 has none)."""
+        if self.client == "notebook":
+            return f"{self.url}/notebooks/{urllib.parse.quote(notebook)}?token={self.token}"
         return f"{self.url}/lab/tree/{urllib.parse.quote(notebook)}?reset&token={self.token}"
 
 
@@ -495,11 +556,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def lab_server(notebooks: Path, workdir: Path, env_extra: dict[str, str] | None = None) -> Iterator[LabServer]:
+def lab_server(
+    notebooks: Path, workdir: Path, env_extra: dict[str, str] | None = None, client: str = "lab"
+) -> Iterator[LabServer]:
     """Serve a copy of `notebooks` from `workdir`; stop the server and every kernel on exit, even on error.
 
     env_extra: environment variables for the server and its kernels (the benchmark sets MHA_LESSON_PIXEL_RATIO).
+    client: "lab" for JupyterLab, "notebook" for Notebook 7 (same settings and front-end plugins).
     """
+    if client not in ("lab", "notebook"):
+        raise ValueError(f"client: expected 'lab' or 'notebook', got {client!r}")
     # The lessons run from a copy (a learner's checkpoints and caches must not change the run, and the run must
     # not write into the checkout), placed among links to its siblings so that paths like ../tests/ resolve
     # as they do for a learner who starts `jupyter lab` in notebooks/.
@@ -510,33 +576,42 @@ def lab_server(notebooks: Path, workdir: Path, env_extra: dict[str, str] | None 
             (checkout / sibling.name).symlink_to(sibling)
     root = checkout / notebooks.resolve().name
     shutil.copytree(notebooks, root, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    # An empty user settings folder (a tester's own JupyterLab settings must not change the run) and the project's
+    # defaults where `make lab` puts them, in an app settings folder of the server's own.
     settings = workdir / "user-settings"
-    for name, value in USER_SETTINGS.items():
-        (settings / name).parent.mkdir(parents=True, exist_ok=True)
-        (settings / name).write_text(json.dumps(value))
+    settings.mkdir()
+    if not OVERRIDES.is_file():
+        raise FileNotFoundError(f"the JupyterLab settings `make lab` installs were expected at {OVERRIDES}")
+    app_settings = workdir / "app-settings"
+    (app_settings / "overrides.d").mkdir(parents=True)
+    shutil.copy(OVERRIDES, app_settings / "overrides.d" / "mha-lesson.json5")
+    shutil.copytree(LABEXTENSIONS, workdir / "data" / "labextensions")  # JUPYTER_DATA_DIR below
     # Private Jupyter/IPython dirs: no user config, kernels or startup files leak in, nothing is written to ~.
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env_extra or {})}
     for var, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"), ("JUPYTER_RUNTIME_DIR", "runtime"),
                      ("IPYTHONDIR", "ipython")]:  # fmt: skip
         env[var] = str(workdir / sub)
     port, token = free_port(), secrets.token_hex(24)
+    app = "LabApp" if client == "lab" else "JupyterNotebookApp"
     cmd = [
-        sys.executable, "-m", "jupyterlab", "--no-browser",
+        sys.executable, "-m", "jupyterlab" if client == "lab" else "notebook", "--no-browser",
         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
         "--ServerApp.allow_root=True",  # CI containers run as root
         "--ServerApp.terminals_enabled=False",
-        "--LabApp.expose_app_in_browser=True",
-        f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={workdir / 'workspaces'}",
-        # Nothing may reach the network: no news feed, no update check, no PyPI extension manager.
-        "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.extension_manager=readonly",
+        f"--{app}.expose_app_in_browser=True",
+        f"--{app}.user_settings_dir={settings}", f"--{app}.workspaces_dir={workdir / 'workspaces'}",
+        f"--{app}.app_settings_dir={app_settings}",
     ]  # fmt: skip
+    if client == "lab":
+        # Nothing may reach the network: no news feed, no update check, no PyPI extension manager.
+        cmd += ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.extension_manager=readonly"]  # fmt: skip
     log = workdir / "jupyterlab.log"
     with log.open("w") as log_file:
         # Own process group, so stopping it never signals the test runner.
         process = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    server = LabServer(f"http://127.0.0.1:{port}", token, root, process, log)
+    server = LabServer(f"http://127.0.0.1:{port}", token, root, process, log, client)
     try:
         deadline = time.monotonic() + OPEN_TIMEOUT_S
         while True:
@@ -637,6 +712,7 @@ def visit_notebook(
         cells = page.evaluate("() => __mha.cells()")
         check_cells(cells, visit)
         visit.images = measure_images(page)
+        visit.laptop = measure_laptop(page)
         start = time.monotonic()
         for group in page.evaluate("() => __mha.groups()"):
             exercise(page, group, explorer_name(notebook, group, cells), moves, visit)
@@ -665,6 +741,19 @@ def measure_images(page: Any) -> dict[int, list[dict]]:
     page.set_viewport_size(VIEWPORT)
     page.wait_for_timeout(300)
     return sizes
+
+
+def measure_laptop(page: Any) -> list[dict]:
+    """Every explorer's fit (see `__mha.fit`) in LAPTOP_VIEWPORT with the file browser open; put back after."""
+    page.set_viewport_size(LAPTOP_VIEWPORT)
+    was_collapsed = page.evaluate("() => __mha.openSidebar()")
+    page.wait_for_timeout(800)  # let Lumino lay the panels out again
+    fit = page.evaluate("() => __mha.fit()")
+    if was_collapsed:
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+    page.set_viewport_size(VIEWPORT)
+    page.wait_for_timeout(300)
+    return fit
 
 
 @dataclass

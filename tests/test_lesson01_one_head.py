@@ -372,3 +372,37 @@ def test_explorer_controls_move_the_marker_the_bars_and_the_points():
     assert ex.data["r2"] > 1 - 1e-10 and "R² = 1.000" in ex.points.axes.get_title()
     np.testing.assert_allclose(ex.points.get_data()[1], ex.data["fitted"])
     assert "head 1 reads 0.20·x" in ex.text.value
+
+
+@pytest.mark.parametrize(("alpha", "h"), [(0.0, 1), (1.0, 1), (0.3, 1), (0.3, 2)])
+def test_the_scatter_title_gives_the_r2_of_the_points_it_draws(alpha, h):
+    """The scatter's title states the R^2 of its own points (a loop over what is drawn), not another quantity."""
+    ex = wo.one_head_explorer(alpha=alpha, h=h)
+    target, fitted = (np.asarray(v, float) for v in ex.points.get_data())
+    mean = sum(target) / len(target)
+    residual = total = 0.0
+    for t, f in zip(target, fitted, strict=True):
+        residual += (t - f) ** 2
+        total += (t - mean) ** 2
+    title = ex.points.axes.get_title()
+    match = re.search(r"R² = (-?\d\.\d{3})", title)
+    assert match and f"coordinate {wo.OUTPUT}" in title, title
+    assert float(match.group(1)) == pytest.approx(1 - residual / total, abs=5e-4), title
+
+
+def test_the_scatter_at_the_two_ends_reads_as_its_title_says():
+    """At alpha = 1 the drawn points sit much closer to the diagonal than at 0, and the titles say so (the issue:
+    titles 0.460 and 0.540 over all coordinates, while the points drawn have about 0.73 and 0.27)."""
+    ends = [wo.one_head_fit(a, 1)["r2_shown"] for a in (0.0, 1.0)]
+    assert ends[1] > ends[0] + 0.3
+
+
+@pytest.mark.parametrize(("alpha", "h"), [(0.0, 1), (1.0, 1), (0.0, 2), (0.5, 2)])
+def test_no_bar_covers_the_legend(alpha, h):
+    ex = wo.one_head_explorer(alpha=alpha, h=h)
+    renderer = ex.figure.canvas.get_renderer()
+    legend = ex.legend.get_window_extent(renderer)
+    for bars in ex.bars:
+        for bar in bars:
+            if bar.get_height() > 0:
+                assert not bar.get_window_extent(renderer).overlaps(legend), (alpha, h, bar.get_height())

@@ -122,8 +122,8 @@ def test_the_image_keeps_its_css_size_with_pixel_ratio_pixels_per_css_pixel(cls)
     explorer = cls()
     width, height = explorer.css_size()
     assert explorer.image.layout.width == f"{width}px"
-    # neither stretched by the VBox nor shrunk by a narrow window; its height follows its width
-    assert (explorer.image.layout.align_self, explorer.image.layout.max_width) == ("flex-start", "none")
+    # not stretched by the VBox; scaled down to a narrow output area, never past it; its height follows its width
+    assert (explorer.image.layout.align_self, explorer.image.layout.max_width) == ("flex-start", "calc(100% - 4px)")
     assert explorer.image.layout.height == "auto"
     assert png_size(explorer.image.value) == (width * explorer.pixel_ratio, height * explorer.pixel_ratio)
     assert width <= style.CELL_WIDTH_PX, f"{width} CSS px is wider than a cell ({style.CELL_WIDTH_PX})"

@@ -10,8 +10,8 @@ Why this design:
   only those artists on top. With nothing animated it simply draws the whole figure.
 - Crisp at its natural size: the figure is drawn at `pixel_ratio` times its CSS resolution (2: sharp on HiDPI
   screens, for the explorers whose moves can afford it) and the image is given its CSS width, so the page shows
-  it at that size whatever the width of the output area (never stretched, never shrunk). Text sized in points
-  keeps its size on screen.
+  it at that size wherever it fits (never stretched; scaled down, keeping its shape, in a narrower output area).
+  Text sized in points keeps its size on screen where the figure fits.
 - The rendered PNG is also offered as `image/png` next to the widget (with its CSS size), so an executed
   notebook exported to static HTML still shows the figure without any JavaScript.
 
@@ -29,7 +29,7 @@ import os
 import struct
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any
 
 import ipywidgets as widgets
@@ -43,6 +43,22 @@ from matplotlib.figure import Figure
 from .._blas import one_blas_thread
 from .._checks import is_int
 from ..plots.style import RC
+
+FIT_WIDTH = "calc(100% - 4px)"  # an explorer's figure at most as wide as its output area
+
+
+def set_options(slider: widgets.SelectionSlider, options: Sequence[Any], value: Any) -> None:
+    """Give a selection slider new options and a value, and have the page rebuild the slider for them.
+
+    The page's slider (noUiSlider) takes a new range for dragging and arrows, but Home and End keep going to the
+    ends of its first range (End gave h = 512 once d_model had gone to 1024). A change of orientation makes
+    ipywidgets build the slider anew from the current options, so End, Home and the handle agree with them.
+    """
+    slider.options = options
+    slider.value = value
+    orientation = slider.orientation
+    slider.orientation = "vertical" if orientation == "horizontal" else "horizontal"
+    slider.orientation = orientation
 
 
 def divisors(n: int, most: int | None = None) -> list[int]:
@@ -173,10 +189,11 @@ class Explorer:
             self.pixel_ratio = int(override)
         self.figure = self.new_figure(figsize, layout="constrained")
         self.canvas = self.figure.canvas
-        # Its own width (set on each render), neither stretched to the output area by the box (its default) nor
-        # shrunk in a narrow window (the output area scrolls instead): text keeps the size it was drawn at.
+        # Its own width (set on each render), never stretched to the output area by the box (its default); in an
+        # output area narrower than that (a laptop with the file browser open) it scales down, keeping its shape,
+        # rather than being cut off behind a sideways scrollbar (less the 2 px margin ipywidgets puts on each side).
         self.image = widgets.Image(
-            format="png", layout=widgets.Layout(align_self="flex-start", max_width="none", height="auto")
+            format="png", layout=widgets.Layout(align_self="flex-start", max_width=FIT_WIDTH, height="auto")
         )
         self.image.add_class("mha-figure")
         self.message = widgets.HTML(layout=widgets.Layout(display="none"))
@@ -406,9 +423,8 @@ class Explorer:
             options = divisors(int(change["new"]), most)
             current = self.controls[h].value
             with self.hold():
-                self.controls[h].options = options
                 # Keep the learner's h when still valid, else the nearest valid one.
-                self.controls[h].value = min(options, key=lambda o: (abs(o - current), o))
+                set_options(self.controls[h], options, min(options, key=lambda o: (abs(o - current), o)))
 
         self.before_redraw(update_options, d_model)  # fix h first, then redraw once with a valid pair
 

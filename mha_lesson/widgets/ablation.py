@@ -81,7 +81,8 @@ def describe(data: dict[str, Any]) -> str:
     gap = float(np.abs(data["delta"] - data["contribution"]).max())
     return (
         f"Switching off {data['names'][i]} changes the output by {data['changes'][i]:.0%} of its size "
-        f"(‖Δ‖/‖out‖). Δ = out − out(without head {i}) equals head_{i} W^O_{i} from the trace "
+        f"(‖Δ‖/‖out‖). Δ = out − out(without head {i}) equals head<sub>{i}</sub> W<sup>O</sup><sub>{i}</sub> "
+        "from the trace "
         f"(largest difference {gap:.1e})."
     )
 

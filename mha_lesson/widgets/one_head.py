@@ -34,22 +34,29 @@ def _grid() -> dict[int, dict[str, np.ndarray]]:
     Key 0 holds the target values shown (POINTS,), the same for every fit.
     """
     task = binding_task()
+    target = task.target[:POINTS, OUTPUT]
     grid = {}
     for h in HEADS:
         fits = [fit_heads(task, heads_alphas(alpha, h)) for alpha in ALPHAS]
-        grid[h] = {
-            "r2": np.array([f.r2 for f in fits]),
-            "fitted": np.stack([f.fitted[:POINTS, OUTPUT] for f in fits]),
-        }
-    grid[0] = {"target": task.target[:POINTS, OUTPUT]}
+        fitted = np.stack([f.fitted[:POINTS, OUTPUT] for f in fits])  # (len(ALPHAS), POINTS)
+        grid[h] = {"r2": np.array([f.r2 for f in fits]), "fitted": fitted, "r2_shown": shown_r2(target, fitted)}
+    grid[0] = {"target": target}
     return grid
+
+
+def shown_r2(target: np.ndarray, fitted: np.ndarray) -> np.ndarray:
+    """R^2 of the points the scatter draws: 1 - residual / total sum of squares of target (POINTS,) against each
+    row of fitted (k, POINTS). One output coordinate of a few positions: it differs from the fit's overall R^2."""
+    residual = ((fitted - target) ** 2).sum(axis=-1)
+    return 1 - residual / ((target - target.mean()) ** 2).sum()
 
 
 def one_head_fit(alpha: float = 0.5, h: int = 1) -> dict[str, Any]:
     """The least-squares fit of h heads (h = 2: the second head looks with 1 - alpha) at the grid point nearest alpha.
 
-    Returns alpha, h, the heads' weights on (key t-1, key t-2) as an (h, 2) array, r2, the R^2 curves of both h
-    over ALPHAS, and the POINTS target and fitted values of output coordinate OUTPUT.
+    Returns alpha, h, the heads' weights on (key t-1, key t-2) as an (h, 2) array, r2 (over every output coordinate),
+    the R^2 curves of both h over ALPHAS, the POINTS target and fitted values of output coordinate OUTPUT and
+    r2_shown, the R^2 of those points (what the scatter shows).
     """
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not 0 <= alpha <= 1:
         raise ValueError(f"alpha: expected a number in [0, 1], got {alpha!r}")
@@ -64,6 +71,7 @@ def one_head_fit(alpha: float = 0.5, h: int = 1) -> dict[str, Any]:
         "h": h,
         "weights": weights,
         "r2": float(grid[h]["r2"][i]),
+        "r2_shown": float(grid[h]["r2_shown"][i]),
         "curves": {k: grid[k]["r2"] for k in HEADS},
         "target": grid[0]["target"],
         "fitted": grid[h]["fitted"][i],
@@ -112,11 +120,13 @@ class OneHeadExplorer(Explorer):
             for i, colour in enumerate(BAR_COLOURS)
         ]
         ax_w.set_xticks([0, 1], ["key t−1", "key t−2"])
-        ax_w.set_ylim(0, 1.05)
+        # Room above 1 for the legend, so a bar of weight 1 never covers it (ticks stop at 1: weights do).
+        ax_w.set_ylim(0, 1.25)
+        ax_w.set_yticks(np.linspace(0, 1, 6))
         ax_w.set_ylabel("attention weight")
         ax_w.set_title("where each head looks (head 0: α on t−1)")
         # Animated, so that head 1's entry shows only while its bars do (h = 2); no frame, so no empty row shows.
-        self.legend = ax_w.legend(loc="upper center", fontsize=9, frameon=False)
+        self.legend = ax_w.legend(loc="upper center", ncol=2, fontsize=9, frameon=False)
         for h in HEADS:
             ax_r2.plot(ALPHAS, grid[h]["r2"], "-o", ms=3, color=HEAD_COLOURS[h], label=f"h = {h}")
         ax_r2.axhline(0.5, color="grey", lw=0.8, ls=":", label="R² = 0.5: one head's average")
@@ -137,7 +147,7 @@ class OneHeadExplorer(Explorer):
             axis.set_major_locator(MultipleLocator(1))
         ax_fit.set_xlabel(f"target y_t, coordinate {OUTPUT}")
         ax_fit.set_ylabel("what the heads output")
-        ax_fit.set_title("R² = 0.000 (h = 2)")  # the longest title, for the layout
+        ax_fit.set_title(f"coordinate {OUTPUT}: R² = −0.000 (h = 2)")  # the longest title, for the layout
         ax_fit.legend(loc="upper left", fontsize=9)
         settle_layout(fig)  # the axes never change: one layout pass instead of one per move
         patches = [p for bars in self.bars for p in bars]
@@ -161,7 +171,8 @@ class OneHeadExplorer(Explorer):
         self.points.set_data(data["target"], data["fitted"])
         self.points.set_color(HEAD_COLOURS[h])
         # set_text, not set_title: set_title would reset the position the layout gave the title.
-        self.points.axes.title.set_text(f"R² = {data['r2']:.3f} (h = {h})")
+        # The R^2 of the points drawn (the text line and the middle panel give the fit's R^2 over all coordinates).
+        self.points.axes.title.set_text(f"coordinate {OUTPUT}: R² = {data['r2_shown']:.3f} (h = {h})")
         self.text.value = describe_fit(data)
 
 

@@ -15,7 +15,7 @@ from ..multihead import multi_head_attention_loop
 from ..plots.attention import attention_heatmap
 from ..plots.projections import set_token_plane, token_plane
 from ..projections import MHAParams, init_params
-from ._base import Explorer, check_start, divisors, pin_axis_labels, settle_layout
+from ._base import Explorer, check_start, divisors, pin_axis_labels, set_options, settle_layout
 
 D_MODEL = 16
 # A 2-D picture of a head's space needs d_k >= 2, so h stops at d_model / 2.
@@ -132,8 +132,7 @@ class ProjectionExplorer(Explorer):
         def update_options(change: dict) -> None:
             current = self.controls["head"].value
             with self.hold():
-                self.controls["head"].options = tuple(range(change["new"]))
-                self.controls["head"].value = min(current, change["new"] - 1)
+                set_options(self.controls["head"], tuple(range(change["new"])), min(current, change["new"] - 1))
 
         self.before_redraw(update_options, "h")  # fix the head first, then redraw once
 

@@ -105,11 +105,34 @@ def test_an_image_shown_beyond_its_natural_css_size_is_a_problem():
     assert "2.08x" in problems[0] and "0.64x" in problems[1]
 
 
-def test_an_explorer_that_widens_with_the_window_is_reported():
-    narrow = [image(1, 700, 700, explorer=True), image(2, 900, 900, explorer=True), image(3, 900, 900)]
-    wide = [image(1, 700, 700, explorer=True), image(2, 1300, 900, explorer=True), image(3, 1300, 900)]
+def test_an_explorer_that_widens_with_the_window_beyond_its_natural_size_is_reported():
+    # 4: scaled down to fit the narrower window, back at its natural 880 CSS px in the wider one
+    narrow = [image(1, 700, 700, explorer=True), image(2, 900, 900, explorer=True), image(3, 900, 900),
+              image(4, 764, 880, explorer=True)]  # fmt: skip
+    wide = [image(1, 700, 700, explorer=True), image(2, 1300, 900, explorer=True), image(3, 1300, 900),
+            image(4, 880, 880, explorer=True)]  # fmt: skip
     growing = _lab.Visit("x.ipynb", images={1200: narrow, 1600: wide}).growing_explorers
     assert len(growing) == 1 and growing[0].startswith("cell 2")
+
+
+def fit(cell, shown, natural, area=592, height=None, over=0, scroll=0):
+    aspect = 0.5
+    return {"cell": cell, "name": "x", "shown": shown, "natural": natural, "area": area, "aspect": aspect,
+            "shownHeight": shown * aspect if height is None else height, "figureOver": over, "explorerOver": 0,
+            "scroll": scroll}  # fmt: skip
+
+
+def test_an_explorer_that_does_not_fit_a_laptop_window_is_reported():
+    laptop = [
+        fit(1, 588, 880),  # scaled down to the area: fine
+        fit(2, 500, 500),  # fits at its natural size: fine
+        fit(3, 880, 880, over=290, scroll=292),  # cut off behind a sideways scroll
+        fit(4, 400, 880),  # shrunk although the area is 592 px
+        fit(5, 588, 880, height=400),  # squeezed out of shape
+        fit(6, 590, 500),  # stretched
+    ]
+    problems = _lab.Visit("x.ipynb", laptop=laptop).laptop_problems
+    assert [p.split(" x:")[0] for p in problems] == ["cell 3", "cell 3", "cell 4", "cell 5", "cell 6"]
 
 
 def test_the_benchmark_compares_pixel_ratios_explorer_by_explorer():

@@ -1,7 +1,8 @@
 """Every figure at its natural size in JupyterLab: never stretched or shrunk much, and sharp on a HiDPI screen.
 
 The sizes come from the same visit as the other browser tests (conftest.Lab): every image in the outputs is
-measured in windows 1400, 1200 and 1600 pixels wide before any control moves. The HiDPI test runs one lesson
+measured in windows 1400, 1200 and 1600 pixels wide, and in a 1024-pixel one with the file browser open, before any
+control moves. The HiDPI test runs one lesson
 in a window of device pixel ratio 2 and saves screenshots of an explorer and a static figure to
 build/screenshots/ for a person to look at.
 """
@@ -52,3 +53,10 @@ def test_an_explorer_and_a_static_figure_are_sharp_at_device_pixel_ratio_2(lab):
         assert shot.path.stat().st_size > 0, kind
         # Two image pixels for each CSS pixel: every screen pixel gets its own, so text is as sharp as the screen.
         assert shot.density >= 1.95, f"{kind}: {shot.pixels} pixels shown at {shot.shown:.0f} CSS px"
+
+
+def test_explorers_fit_a_laptop_window_with_the_file_browser_open(lab, notebook):
+    """At 1024 pixels with the file browser open: scaled down without stretching where an explorer does not fit,
+    at its natural size where it does, and nothing cut off or scrolling sideways."""
+    visit = lab.visit(notebook)
+    assert not visit.laptop_problems, "\n".join(visit.laptop_problems)
