@@ -6,6 +6,9 @@ from __future__ import annotations
 import base64
 import html
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -141,3 +144,14 @@ def test_the_pages_workflow_builds_with_make_site_and_deploys_that_folder():
     assert upload["with"]["path"] == "build/site"
     assert deploy["needs"] == "build" and deploy["environment"]["name"] == "github-pages"
     assert any(str(s.get("uses", "")).startswith("actions/deploy-pages@") for s in deploy["steps"])
+
+
+def test_actionlint_passes_the_workflow_and_catches_a_broken_one(tmp_path):
+    root = Path(__file__).resolve().parents[2]
+    actionlint = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")  # the venv's, unactivated
+    flow = root / ".github" / "workflows" / "site.yml"
+    result = subprocess.run([actionlint, str(flow)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    broken = tmp_path / "broken.yml"
+    broken.write_text(flow.read_text().replace("runs-on: ubuntu-latest", "runs-on: ${{ matrix.nowhere }}", 1))
+    assert subprocess.run([actionlint, str(broken)], capture_output=True, timeout=60).returncode != 0
