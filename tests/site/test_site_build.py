@@ -148,7 +148,8 @@ def test_the_pages_workflow_builds_with_make_site_and_deploys_that_folder():
 
 def test_actionlint_passes_the_workflow_and_catches_a_broken_one(tmp_path):
     root = Path(__file__).resolve().parents[2]
-    actionlint = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")  # the venv's, unactivated
+    # The venv's own, when it is not activated.
+    actionlint = shutil.which("actionlint") or str(Path(sys.executable).parent / "actionlint")
     flow = root / ".github" / "workflows" / "site.yml"
     result = subprocess.run([actionlint, str(flow)], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
