@@ -25,6 +25,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 from matplotlib.figure import Figure
+from traitlets import TraitError
 
 from mha_lesson.widgets import Explorer
 
@@ -228,7 +229,11 @@ def record(explorer: Explorer) -> dict[str, Any]:
     presets = text_presets(explorer)
     frames, seen, total = [], set(), 0
     for state in plan(explorer):
-        explorer.set(**state)
+        now = explorer.values()
+        try:  # only what differs: a control that another keeps valid (head within h) then follows it
+            explorer.set(**{name: v for name, v in state.items() if plain(now[name]) != v})
+        except (TraitError, ValueError):  # a combination the controls refuse (a head beyond this h): not a state
+            continue
         frame = _frame(explorer)
         key = json.dumps(frame["values"], sort_keys=True)
         if key in seen:  # a control that corrects another (h kept a divisor of d_model) reached a known state
