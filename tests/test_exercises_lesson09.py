@@ -44,6 +44,8 @@ def solution(
         if mask is not None:
             if mask_mode == "-inf":
                 scores = np.where(mask, scores, -np.inf)
+            elif mask_mode == "-1e9":  # a large negative number instead of -inf
+                scores = np.where(mask, scores, -1e9)
             elif mask_mode == "flipped":
                 scores = np.where(mask, -np.inf, scores)
             elif mask_mode == "zero":
@@ -109,6 +111,8 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
         ({"mask_mode": "after"}, 4, "applied after the softmax"),
         ({"kv_from_q": True}, 7, "keys and values must come from k and v"),
         ({"own_softmax": True}, 9, "NaN weights"),
+        ({"mask_mode": "-1e9", "own_softmax": True}, 9, "-1e9, not -inf"),  # the textbook softmax
+        ({"mask_mode": "-1e9"}, 9, "spreads its weight evenly"),  # mha.softmax cannot rescue a row of -1e9 either
     ],
 )
 def test_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explanation):
@@ -119,10 +123,28 @@ def test_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explan
 
 
 def test_a_solution_that_breaks_on_a_batch_says_so():
-    """K.T transposes every axis: with one head it is still right, with a batch of heads it raises."""
+    """K.T transposes every axis: on a stack of heads numpy raises, and the check says why, not only numpy's error."""
     feedback = ex.check_capstone(solution(transpose_with_T=True))
     assert not feedback.correct and "raised ValueError" in feedback.message
     assert feedback.message.startswith("case 1 of")
+    assert "K.T reverses every axis" in feedback.message and "K.swapaxes(-1, -2)" in feedback.message
+
+
+def test_another_error_is_not_blamed_on_k_t():
+    def wrong_width(q, k, v, params, mask=None):
+        return mha.multi_head_attention(q[..., :-1], k, v, params, mask)  # drops a feature: a shape error
+
+    feedback = ex.check_capstone(wrong_width)
+    assert not feedback.correct and "raised ValueError" in feedback.message and "K.T" not in feedback.message
+
+
+def test_the_k_t_error_is_the_one_numpy_gives_for_a_stack_of_heads():
+    case = ex.CASES[0]
+    Q, K = mha.split_heads(case.q @ case.params.w_q, 2), mha.split_heads(case.k @ case.params.w_k, 2)
+    with pytest.raises(ValueError) as raised:
+        Q @ K.T  # (2, 5, 4) @ (4, 5, 2): the batch axes 2 and 4 do not broadcast
+    assert ex.transpose_error(Q, K) == str(raised.value)
+    assert ex.transpose_error(Q[0], K[0]) is None  # one head, 2-d: K.T is right there
 
 
 def test_returning_only_the_output_asks_for_the_pair():
@@ -157,14 +179,16 @@ def test_diagnosis_only_names_a_mistake_that_reproduces_the_result():
 # --- stage 1: one head -----------------------------------------------------------------------------------
 
 
-def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1):
+def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1, transpose_with_T=False):
     """A learner's scaled dot-product attention for (..., n, d_k) arrays; each keyword plants one mistake."""
 
     def fn(Q, K, V, mask=None):
-        scores = Q @ K.swapaxes(-1, -2) / (np.sqrt(Q.shape[-1]) if scale else 1.0)
+        K_t = K.T if transpose_with_T else K.swapaxes(-1, -2)
+        scores = Q @ K_t / (np.sqrt(Q.shape[-1]) if scale else 1.0)
         if mask is not None:
             scores = {
                 "-inf": lambda: np.where(mask, scores, -np.inf),
+                "-1e9": lambda: np.where(mask, scores, -1e9),
                 "flipped": lambda: np.where(mask, -np.inf, scores),
                 "zero": lambda: scores * mask,
                 "after": lambda: scores,  # masked below, once the softmax is done
@@ -202,6 +226,8 @@ def test_stage_1_a_right_head_and_the_library_pass():
         ({"mask_mode": "zero"}, 3, "set them to -inf"),
         ({"mask_mode": "after"}, 3, "applied after the softmax"),
         ({"own_softmax": True}, 4, "NaN weights"),
+        ({"mask_mode": "-1e9", "own_softmax": True}, 4, "-1e9, not -inf"),
+        ({"transpose_with_T": True}, 3, "K.T reverses every axis"),  # 2-d cases pass: K.T is right there
     ],
 )
 def test_stage_1_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explanation):
@@ -253,8 +279,8 @@ def test_stage_2_reshape_only_is_named_even_though_its_round_trip_works():
 
 
 def test_the_notebook_solutions_and_its_worked_split_pass_the_checks():
-    """What a stuck learner copies from the notebook's Solution blocks passes all three stages; the worked split
-    on one (5, 8) sequence is check_split_merge's first case."""
+    """What a stuck learner copies from the notebook's Solution blocks passes all three stages; the hints' two moves
+    (reshape, then swap) on one (5, 8) sequence are check_split_merge's first case."""
     import json
     import re
     from pathlib import Path

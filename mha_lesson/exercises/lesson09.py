@@ -5,8 +5,9 @@ mha.scaled_dot_product_attention on HEAD_CASES. check_split_merge(split, merge):
 mha.split_heads and mha.merge_heads. check_capstone(fn): the whole layer, fn(q, k, v, params, mask), on CASES
 (simplest first: random shapes, one head and many, a causal mask, a padded batch, a batch with causal and padding
 masks, cross-attention alone and in a padded batch, a query that may see no key) against mha.multi_head_attention.
-Each names the first case that fails and, when the result equals that of a known mistake (the scale, the mask, the
-head split, W^O, ...), says which.
+Each names the first case that fails and, when the result equals that of a known mistake (the scale, the mask, a
+-1e9 mask with a plain softmax, the head split, W^O, ...) or the error is numpy's answer to `K.T` on a stack of
+heads, says which.
 """
 
 from __future__ import annotations
@@ -92,6 +93,39 @@ MASK_AFTER = (
     "the mask is applied after the softmax, so a row's allowed weights no longer sum to 1: set the masked scores to "
     "-inf before the softmax."
 )
+BIG_NEGATIVE = (
+    "the masked scores became a large negative number such as -1e9, not -inf. That works while a query sees some key, "
+    "but a query whose keys are all masked gets equal scores, and the softmax spreads its weight evenly over keys it "
+    "may not see. Use -inf with mha.softmax (a row that is all -inf gets zero weights), or zero such rows afterwards."
+)
+TRANSPOSE = (
+    "K.T reverses every axis, so a stack of heads (h, n, d_k) becomes (d_k, n, h) and the product fails (or, for some "
+    "shapes, pairs the wrong axes). Transpose only the last two axes: K.swapaxes(-1, -2)."
+)
+
+
+def _masked(scores: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
+    """The scores with the mask applied one way: "-inf" (right), "flipped", "zero" or "-1e9" (mistakes)."""
+    allowed = ~mask if mode == "flipped" else mask
+    if mode == "zero":
+        return scores * allowed
+    return np.where(allowed, scores, -1e9 if mode == "-1e9" else -np.inf)
+
+
+def plain_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The textbook softmax, exp(x - max) / sum: NaN for a row that is all -inf, uniform for one all -1e9."""
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def transpose_error(Q: np.ndarray, K: np.ndarray) -> str | None:
+    """The error message numpy gives for Q @ K.T (the all-axes transpose), or None when that product works."""
+    try:
+        with np.errstate(all="ignore"):
+            Q @ K.T
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _variant(
@@ -119,9 +153,8 @@ def _variant(
     divisor = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(p.d_model), "none": 1.0}[scale]
     scores = Q @ K.swapaxes(-1, -2) / divisor  # (..., h, n_q, n_kv)
     if case.mask is not None and mask_mode not in ("ignored", "after"):
-        allowed = ~case.mask if mask_mode == "flipped" else case.mask
-        scores = scores * allowed if mask_mode == "zero" else np.where(allowed, scores, -np.inf)
-    weights = softmax(scores, axis=axis)
+        scores = _masked(scores, case.mask, mask_mode)
+    weights = (plain_softmax if mask_mode == "-1e9" else softmax)(scores, axis=axis)
     if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
         weights = np.where(case.mask, weights, 0.0)
     heads = weights @ V  # (..., h, n_q, d_k)
@@ -142,6 +175,7 @@ MISTAKES: dict[str, tuple[dict, str]] = {
     "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
     "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
     "mask after softmax": ({"mask_mode": "after"}, MASK_AFTER),
+    "mask with -1e9": ({"mask_mode": "-1e9"}, BIG_NEGATIVE),
     "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
     "reshape only": (
         {"split_transpose": False},
@@ -200,7 +234,10 @@ def check_case(fn: Callable, case: Case) -> str | None:
     """None when fn agrees with the library on case, else a sentence saying how it does not."""
     want = multi_head_attention(case.q, case.k, case.v, case.params, case.mask)
     args = (case.q, case.k, case.v, case.params, case.mask)
-    return _compare(fn, args, want, lambda got: diagnose(case, got), masked=case.mask is not None)
+    p = case.params
+    Q, K = split_heads(case.q @ p.w_q, p.h), split_heads(case.k @ p.w_k, p.h)  # (..., h, n, d_k)
+    transposed = transpose_error(Q, K)
+    return _compare(fn, args, want, lambda got: diagnose(case, got), case.mask is not None, transposed)
 
 
 def check_capstone(fn: object) -> Feedback:
@@ -256,9 +293,8 @@ def _head_variant(case: HeadCase, *, scale: bool = True, mask_mode: str = "-inf"
     """One head's attention on case with one deliberate change; the defaults give the correct result."""
     scores = case.q @ case.k.swapaxes(-1, -2) / (math.sqrt(case.q.shape[-1]) if scale else 1.0)
     if case.mask is not None and mask_mode not in ("ignored", "after"):
-        allowed = ~case.mask if mask_mode == "flipped" else case.mask
-        scores = scores * allowed if mask_mode == "zero" else np.where(allowed, scores, -np.inf)
-    weights = softmax(scores, axis=axis)
+        scores = _masked(scores, case.mask, mask_mode)
+    weights = (plain_softmax if mask_mode == "-1e9" else softmax)(scores, axis=axis)
     if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
         weights = np.where(case.mask, weights, 0.0)
     return weights @ case.v, weights
@@ -270,19 +306,29 @@ HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
     "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
     "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
     "mask after softmax": ({"mask_mode": "after"}, MASK_AFTER),
+    "mask with -1e9": ({"mask_mode": "-1e9"}, BIG_NEGATIVE),
     "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
 }
 
 
 def _compare(
-    fn: Callable, args: tuple, want: tuple, diagnose_fn: Callable[[tuple], str | None], masked: bool = True
+    fn: Callable,
+    args: tuple,
+    want: tuple,
+    diagnose_fn: Callable[[tuple], str | None],
+    masked: bool = True,
+    transposed: str | None = None,
 ) -> str | None:
-    """None when fn(*args) returns a pair equal to want, else a sentence saying how it differs."""
+    """None when fn(*args) returns a pair equal to want, else a sentence saying how it differs.
+
+    transposed: the message numpy gives for Q @ K.T on this case's heads (see transpose_error), to recognise it.
+    """
     try:
         with np.errstate(all="ignore"):  # a NaN is reported as a difference, not printed as a warning
             result = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-        return f"it raised {type(exc).__name__}: {exc}"
+        likely = f" Likely: {TRANSPOSE}" if transposed is not None and str(exc) == transposed else ""
+        return f"it raised {type(exc).__name__}: {exc}.{likely}"
     got = _as_pair(result)
     if isinstance(got, str):
         return got
@@ -312,7 +358,8 @@ def check_attention(fn: object) -> Feedback:
                         return explanation
             return None
 
-        problem = _compare(fn, (case.q, case.k, case.v, case.mask), want, diagnose_head)
+        transposed = transpose_error(case.q, case.k)
+        problem = _compare(fn, (case.q, case.k, case.v, case.mask), want, diagnose_head, True, transposed)
         if problem is not None:
             return wrong(f"case {i} of {len(HEAD_CASES)}, {case.name}: {problem}")
     return right(
