@@ -40,6 +40,20 @@ def test_recover_head():
     assert "RuntimeError" in ex.check_recover_head(crashes).message
 
 
+def test_recover_head_names_the_axis_when_rows_are_sliced():
+    def rows(concat, i, h):
+        d_k = concat.shape[-1] // h
+        return concat[i * d_k : (i + 1) * d_k]  # tokens i*d_k.. instead of head i's columns
+
+    def too_wide(concat, i, h):
+        return concat[:, i:]
+
+    message = ex.check_recover_head(rows).message
+    assert "you sliced rows, which are tokens" in message and "concat[:, start:stop]" in message
+    message = ex.check_recover_head(too_wide).message
+    assert "The first axis is the tokens" in message and "sliced rows" not in message
+
+
 def test_average_map():
     # independent: the average of 3 heads times P, against concat @ answer, on new random heads
     w_o = np.vstack([ex.AVG_P / 3] * 3)

@@ -55,9 +55,18 @@ def check_recover_head(fn: object) -> Feedback:
                 return wrong("Your function returned None: replace its `return None` line.")
             got = np.asarray(got)
             want = trace["head_i"][i]
+            d_k, concat = d_model // h, trace["concat"]
+            if got.shape == concat[i * d_k : (i + 1) * d_k].shape and np.array_equal(
+                got, concat[i * d_k : (i + 1) * d_k]
+            ):
+                return wrong(
+                    f"For h={h}, head {i}: you sliced rows, which are tokens. Keep every row (token) and take head "
+                    f"{i}'s block of columns (features): concat[:, start:stop], {d_k} columns wide."
+                )
             if got.shape != want.shape:
                 return wrong(
-                    f"For h={h}, head {i}: expected shape {want.shape}, got {got.shape}. How wide is one head?"
+                    f"For h={h}, head {i}: expected shape {want.shape}, got {got.shape}. The first axis is the "
+                    f"tokens (keep all {want.shape[0]}), the second the features: how many columns does one head own?"
                 )
             if not np.allclose(got, want, atol=1e-12):
                 return wrong(f"For h={h}, head {i}: wrong columns. Head i starts at column i × d_k.")
