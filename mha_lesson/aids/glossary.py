@@ -146,6 +146,13 @@ TERMS: tuple[Term, ...] = (
       "20_your_own_language_model"),
     T("top-k sampling", "Sampling the next token only among the k likeliest, after renormalising their "
       "probabilities: it removes the long tail of unlikely tokens.", "20_your_own_language_model"),
+    T("gradient", "The slope of the loss with respect to one weight: how much the loss changes when that weight moves "
+      "a little. Training moves every weight a small step against its gradient.", "04_scaled_dot_product_attention"),
+    T("backpropagation", "Computing every weight's gradient backwards through the layers with the chain rule, from "
+      "the loss to the first layer. A saturated softmax passes almost none back to its scores.",
+      "04_scaled_dot_product_attention"),
+    T("multi-query attention", "Attention whose heads each keep their own W^Q but share one W^K and one W^V, so a "
+      "model keeps one set of keys and values in memory while it generates text (MQA).", "03_projections"),
 )  # fmt: skip
 
 

@@ -40,7 +40,7 @@ LESSON_STAGES: dict[int, tuple[str, ...]] = {
 }
 HIGHLIGHT, PLAIN = "#fde3b3", "#eef1f5"  # face colours: this lesson's step, the others
 EDGE_HIGHLIGHT, EDGE_PLAIN = "#c77700", "#8a94a6"
-FIGSIZE = (WIDTH, 2.7)  # a cell wide: six boxes of about 1.4 inches
+FIGSIZE = (WIDTH - 0.25, 2.7)  # a cell wide with the inline backend's margins (bbox "tight"): six boxes
 
 
 def layer_shapes(h: int, d_model: int, n: int, n_kv: int | None = None) -> dict[str, dict[str, tuple[int, ...]]]:
@@ -126,7 +126,7 @@ def draw_layer(ax: Axes, highlight: tuple[str, ...] = ()) -> dict[str, Text]:
         label = heading + (f"\n(lesson {lesson})" if lesson else "\n")
         ax.text(i + 0.47, 0.9, label, ha="center", va="top", fontsize=9, fontweight="bold" if on else "normal")
         ax.text(i + 0.47, 0.67, FORMULAS[key], ha="center", va="top", fontsize=8, color="#333333")
-        texts[key] = ax.text(i + 0.08, 0.53, "", ha="left", va="top", fontsize=7.5, family="monospace")
+        texts[key] = ax.text(i + 0.08, 0.53, "", ha="left", va="top", fontsize=7, family="monospace")
         if i:
             ax.add_patch(
                 FancyArrowPatch((i - 0.09, 0.6), (i + 0.04, 0.6), arrowstyle="-|>", mutation_scale=12, color="#555555")
