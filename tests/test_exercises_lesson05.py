@@ -51,7 +51,16 @@ def test_recover_head_names_the_axis_when_rows_are_sliced():
     message = ex.check_recover_head(rows).message
     assert "you sliced rows, which are tokens" in message and "concat[:, start:stop]" in message
     message = ex.check_recover_head(too_wide).message
-    assert "The first axis is the tokens" in message and "sliced rows" not in message
+    assert "The last axis holds the features" in message and "sliced rows" not in message
+
+
+def test_recover_head_needs_the_last_axis_on_a_batch():
+    def two_d(concat, i, h):
+        d_k = concat.shape[-1] // h
+        return concat[:, i * d_k : (i + 1) * d_k]  # right for one sequence, the tokens axis on a batch
+
+    message = ex.check_recover_head(two_d).message
+    assert message.startswith("For a batch (3, 5, 24), h=4, head 0:") and "concat[..., start:stop]" in message
 
 
 def test_average_map():
