@@ -31,7 +31,7 @@ def test_every_lesson_states_its_track_and_minutes(path):
     assert lesson.title, path.name
 
 
-def test_the_core_path_fits_an_afternoon_and_the_tracks_are_in_reading_order():
+def test_the_core_path_fits_its_budget_and_the_tracks_are_in_reading_order():
     lessons = ls.read_lessons()
     assert ls.core_path_minutes(lessons) <= ls.CORE_BUDGET_MINUTES
     tracks = [x.track for x in lessons]
@@ -47,30 +47,34 @@ def test_lesson_size_fits_its_track(path):
     if lesson.track == "core":
         words = ls.prose_words(ls.worked_cells(nb))
         assert words <= CORE_WORDS, f"{words} words of prose before '## Going deeper' (at most about 1,500)"
-        assert 15 <= lesson.minutes <= 30, lesson.minutes
+        assert 5 <= lesson.minutes <= 30, lesson.minutes
     elif lesson.track == "deeper":
         assert lesson.minutes <= DEEPER_MINUTES, lesson.minutes
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
 def test_stated_minutes_agree_with_the_estimate(path):
+    # The rule's largest error against a reader's measured minutes was 33% (see mha_lesson.aids.lessons).
     lesson, nb = ls.read_lesson(path), ls.load(path)
     estimate = ls.estimate_minutes(nb)
-    assert abs(lesson.minutes - estimate) <= max(10, 0.35 * estimate), (lesson.minutes, estimate)
+    assert abs(lesson.minutes - estimate) <= max(5, 0.35 * lesson.minutes), (lesson.minutes, estimate)
 
 
-def test_estimate_counts_reading_code_explorers_and_exercises():
+def test_estimate_counts_reading_code_figures_explorers_and_exercises():
     def md(text):
         return {"cell_type": "markdown", "source": text}
 
     def code(text):
         return {"cell_type": "code", "source": text}
 
-    nb = {"cells": [md("word " * 1200), code("x = 1"), code("y = 2"), code("z = 3"), code("tiled_explorer()")]}
-    assert ls.estimate_minutes(nb) == 5 * round((10 + 4 / 3 + 3) / 5)  # 14.3 -> 15
-    nb["cells"] += [code("ex.check_one(a)"), code("ex.check_two(b)"), md("## Going deeper"), md("word " * 5000)]
-    assert ls.estimate_minutes(nb) == 5 * round((10 + 6 / 3 + 3 + 10) / 5)  # Going deeper is left out
-    assert ls.prose_words(ls.worked_cells(nb)) == 1200 + 0
+    nb = {"cells": [md("word " * 1800), code("x = 1"), code("fig, ax = plt.subplots()"), code("tiled_explorer()")]}
+    assert ls.counts(nb) == {"words": 1800, "code cells": 3, "figures": 1, "explorers": 1, "exercises": 0}
+    assert ls.estimate_minutes(nb) == round(10 + 3 * 0.4 + 2 + 2)  # 15.2 -> 15
+    nb["cells"] += [code("layer_diagram(3)"), code("ex.check_one(a)"), code("ex.check_two(b)")]
+    nb["cells"] += [md("## Going deeper"), md("word " * 5000), code("ex.check_three(c)")]
+    # the layer's picture is a code cell, not a figure; Going deeper is left out
+    assert ls.counts(nb) == {"words": 1800, "code cells": 6, "figures": 1, "explorers": 1, "exercises": 2}
+    assert ls.estimate_minutes(nb) == round(10 + 6 * 0.4 + 2 + 2 + 2 * 4)  # 24.4 -> 24
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
