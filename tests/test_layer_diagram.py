@@ -46,6 +46,8 @@ def test_self_attention_prints_n_for_the_keys_and_the_figure_shows_the_numbers()
     assert "Q_i = (2, 5, 3)" in text and "weights = (2, 5, 5)" in text and "(h, n, n)" in text and "n_kv" not in text
     assert "h = 2, d_model = 6, n = 5" in fig.axes[0].get_title()
     assert style.smallest_text_px(fig)[0] >= style.MIN_TEXT_PX
+    cross = " ".join(t.get_text() for t in layer_diagram(7, h=2, d_model=16, n=4, n_kv=6).axes[0].texts)
+    assert "x_kv = (6, 16)" in cross and "K = (6, 16)" in cross and "weights = (2, 4, 6)" in cross
 
 
 def test_every_core_lesson_shows_the_diagram_with_its_own_step():

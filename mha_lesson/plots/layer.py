@@ -46,13 +46,14 @@ FIGSIZE = (WIDTH - 0.25, 2.7)  # a cell wide with the inline backend's margins (
 def layer_shapes(h: int, d_model: int, n: int, n_kv: int | None = None) -> dict[str, dict[str, tuple[int, ...]]]:
     """The shape of every array of one layer, stage by stage: {stage: {array name: shape}}.
 
-    n queries attend over n_kv keys and values (n_kv = n: self-attention); d_k = d_model / h.
+    n queries (rows of x) attend over n_kv keys and values (rows of x_kv, which is x in self-attention, n_kv = n);
+    d_k = d_model / h.
     """
     d_k = check_heads(d_model, h)
     n = check_positive_int("n", n)
     n_kv = n if n_kv is None else check_positive_int("n_kv", n_kv)
     return {
-        "input": {"x": (n, d_model)} if n_kv == n else {"x": (n, d_model), "memory": (n_kv, d_model)},
+        "input": {"x": (n, d_model)} if n_kv == n else {"x": (n, d_model), "x_kv": (n_kv, d_model)},
         "project": {"Q": (n, d_model), "K": (n_kv, d_model), "V": (n_kv, d_model)},
         "split": {"Q_i": (h, n, d_k), "K_i": (h, n_kv, d_k), "V_i": (h, n_kv, d_k)},
         "attend": {"weights": (h, n, n_kv), "head_i": (h, n, d_k)},
@@ -68,7 +69,7 @@ def _shape(shape: tuple[int, ...]) -> str:
 # The symbolic shape beside each array (the printed numbers follow h, d_model and n).
 SYMBOLS = {
     "x": "(n, d_model)",
-    "memory": "(n_kv, d_model)",
+    "x_kv": "(n_kv, d_model)",
     "Q": "(n, d_model)",
     "K": "(n_kv, d_model)",
     "V": "(n_kv, d_model)",
@@ -136,7 +137,7 @@ def draw_layer(ax: Axes, highlight: tuple[str, ...] = ()) -> dict[str, Text]:
 
 def set_shapes(texts: dict[str, Text], shapes: dict[str, dict[str, tuple[int, ...]]]) -> None:
     """Write each stage's arrays and shapes into the texts draw_layer returned."""
-    self_attention = "memory" not in shapes["input"]
+    self_attention = "x_kv" not in shapes["input"]
     for key, text in texts.items():
         text.set_text(shape_lines(shapes, key, self_attention))
 
