@@ -21,8 +21,6 @@ LENGTHS = tuple(range(1, 13))
 class LayerExplorer(Explorer):
     """Sliders d_model, h, n -> the layer's diagram with every array's shape printed for those sizes."""
 
-    pixel_ratio = 2  # a move redraws seven texts: cheap enough for HiDPI-sharp pictures
-
     def __init__(self, d_model: int = 16, h: int = 4, n: int = 6) -> None:
         controls = {
             "d_model": widgets.SelectionSlider(options=D_MODELS, value=d_model, description="d_model"),
