@@ -279,8 +279,9 @@ def test_stage_2_reshape_only_is_named_even_though_its_round_trip_works():
 
 
 def test_the_notebook_solutions_and_its_worked_split_pass_the_checks():
-    """What a stuck learner copies from the notebook's Solution blocks passes all three stages; the hints' two moves
-    (reshape, then swap) on one (5, 8) sequence are check_split_merge's first case."""
+    """What a stuck learner copies from the notebook's two Solution blocks passes every check, the split and merge
+    (stage 2's helpers) included; the hints' two moves (reshape, then swap) on one (5, 8) sequence are
+    check_split_merge's first case."""
     import json
     import re
     from pathlib import Path
@@ -288,7 +289,7 @@ def test_the_notebook_solutions_and_its_worked_split_pass_the_checks():
     nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "09_capstone.ipynb").read_text("utf-8"))
     text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     blocks = re.findall(r"<summary>Solution</summary>\s*(?:With[^\n]*\n\s*)?```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 2
     namespace = {"np": np, "mha": mha, "ex": ex}
     for block in blocks:
         exec(block, namespace)  # noqa: S102 (the notebook's own solution text)

@@ -1,8 +1,9 @@
-"""The capstone checks of lesson 9: the learner's own multi-head attention against the library's, in three stages.
+"""The capstone checks of lesson 9: the learner's own multi-head attention against the library's, in two stages.
 
-check_attention(fn): one head's scaled dot-product attention, fn(Q, K, V, mask) -> (out, weights), against
-mha.scaled_dot_product_attention on HEAD_CASES. check_split_merge(split, merge): the heads' split and merge against
-mha.split_heads and mha.merge_heads. check_capstone(fn): the whole layer, fn(q, k, v, params, mask), on CASES
+check_attention(fn): stage 1, one head's scaled dot-product attention, fn(Q, K, V, mask) -> (out, weights), against
+mha.scaled_dot_product_attention on HEAD_CASES. check_capstone(fn): stage 2, the whole layer, fn(q, k, v, params,
+mask), with the learner's own split and merge of the heads (check_split_merge(split, merge) checks those alone,
+against mha.split_heads and mha.merge_heads, for a learner who asks), on CASES
 (simplest first: random shapes, one head and many, a causal mask, a padded batch, a batch with causal and padding
 masks, cross-attention alone and in a padded batch, a query that may see no key) against mha.multi_head_attention.
 Each names the first case that fails and, when the result equals that of a known mistake (the scale, the mask, a
@@ -368,7 +369,7 @@ def check_attention(fn: object) -> Feedback:
     )
 
 
-# --- stage 2: split and merge the heads --------------------------------------------------------------------
+# --- stage 2's helpers: split and merge the heads ----------------------------------------------------------
 
 SPLIT_CASES = (
     ("one sequence: (5, 8) into h = 2 heads", np.arange(40.0).reshape(5, 8), 2),
@@ -377,7 +378,7 @@ SPLIT_CASES = (
 
 
 def check_split_merge(split: object, merge: object) -> Feedback:
-    """Stage 2: split(x, h) must equal mha.split_heads(x, h) and merge(split(x, h)) must give x back, on SPLIT_CASES."""
+    """Stage 2's helpers alone: split(x, h) equals mha.split_heads(x, h), merge undoes it, on SPLIT_CASES."""
     if split is None or merge is None:
         return wrong(
             "Replace None with your two functions, e.g. my_split and my_merge (the names, without calling them)."
