@@ -29,9 +29,9 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 START_PAGE = "00_start_here"
 TRACKS = ("start", "core", "deeper", "review")
 # The start page and the core path, capstone included. Issue 31 asks for about 120 minutes; a reader measured 194,
-# and the cuts so far bring it to 178 (each lesson: its reader's minutes plus this rule's change). The budget holds
+# and the cuts so far bring it to 180 (each lesson: its reader's minutes plus this rule's change). The budget holds
 # that line until further cuts.
-CORE_BUDGET_MINUTES = 178
+CORE_BUDGET_MINUTES = 180
 # Optional parts a learner may leave for later: a core lesson's Going deeper, the review's glossary.
 OPTIONAL_PART = re.compile(r"^## (Going deeper|Glossary)", re.MULTILINE)
 # The generated part of the start page lies between these two lines of one Markdown cell.
