@@ -20,8 +20,10 @@ def solution(
     split_transpose=True,
     w_o=True,
     kv_from_q=False,
+    v_from_k=False,
     own_softmax=False,
     transpose_with_T=False,
+    transpose="swapaxes",
     axis=-1,
     return_pair=True,
 ):
@@ -32,6 +34,8 @@ def solution(
         d_k = params.d_model // h
         if kv_from_q:
             k = v = q
+        if v_from_k:
+            v = k
 
         def split(x):
             if split_transpose:
@@ -39,13 +43,20 @@ def solution(
             return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)
 
         Q, K, V = split(q @ params.w_q), split(k @ params.w_k), split(v @ params.w_v)
-        K_t = K.T if transpose_with_T else K.swapaxes(-1, -2)
+        K_t = {
+            "swapaxes": lambda: K.swapaxes(-1, -2),
+            "T": lambda: K.T,
+            "none": lambda: K,
+            "fixed": lambda: K.transpose(0, 2, 1),  # right for one sequence's (h, n, d_k), wrong for a batch
+        }["T" if transpose_with_T else transpose]()
         scores = Q @ K_t / {"d_k": np.sqrt(d_k), "d_model": np.sqrt(params.d_model), "none": 1.0}[scale]
         if mask is not None:
             if mask_mode == "-inf":
                 scores = np.where(mask, scores, -np.inf)
             elif mask_mode == "-1e9":  # a large negative number instead of -inf
                 scores = np.where(mask, scores, -1e9)
+            elif mask_mode == "+-1e9":  # the same number added as a bias (Hugging Face's style)
+                scores = scores + np.where(mask, 0, -1e9)
             elif mask_mode == "flipped":
                 scores = np.where(mask, -np.inf, scores)
             elif mask_mode == "zero":
@@ -77,7 +88,8 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
     for fragment in ("one head", "h = 4", "causal mask", "batch of 3", "cross-attention", "may see no key"):
         assert fragment in names
     cross = next(c for c in ex.CASES if "cross" in c.name)
-    assert cross.q.shape[-2] != cross.k.shape[-2] and cross.k is cross.v
+    assert cross.q.shape[-2] != cross.k.shape[-2] and cross.k.shape == cross.v.shape
+    assert not np.allclose(cross.k, cross.v)  # values other than the keys: a layer that reads k twice fails
     batch = next(c for c in ex.CASES if "batch" in c.name)
     assert batch.q.ndim == 3 and batch.mask.shape == (3, 1, 1, 5)
     # batch + causal + padding together: the mask hides the future and sequence 1's padded keys 4 and 5
@@ -86,9 +98,8 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
     assert both.mask[0, 0].tolist() == np.tri(6, dtype=bool).tolist() and not both.mask[1, 0, :, 4:].any()
     # cross-attention in a padded batch: queries and keys of different lengths, padded encoder keys hidden
     batched_cross = next(c for c in ex.CASES if "cross-attention in a batch" in c.name)
-    assert (
-        batched_cross.q.shape == (2, 6, 8) and batched_cross.k.shape == (2, 7, 8) and batched_cross.k is batched_cross.v
-    )
+    assert batched_cross.q.shape == (2, 6, 8) and batched_cross.k.shape == batched_cross.v.shape == (2, 7, 8)
+    assert not np.allclose(batched_cross.k, batched_cross.v)
     assert batched_cross.mask.shape == (2, 1, 1, 7) and not batched_cross.mask[1, ..., 3:].any()
     assert batched_cross.params.h == 4
     blind = ex.CASES[-1]
@@ -110,9 +121,12 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
         ({"mask_mode": "ignored"}, 4, "never applied"),
         ({"mask_mode": "after"}, 4, "applied after the softmax"),
         ({"kv_from_q": True}, 7, "keys and values must come from k and v"),
+        ({"v_from_k": True}, 7, "values must come from v, not from k"),
         ({"own_softmax": True}, 9, "NaN weights"),
         ({"mask_mode": "-1e9", "own_softmax": True}, 9, "-1e9, not -inf"),  # the textbook softmax
         ({"mask_mode": "-1e9"}, 9, "spreads its weight evenly"),  # mha.softmax cannot rescue a row of -1e9 either
+        ({"mask_mode": "+-1e9"}, 9, "keeps the softmax of its unmasked scores"),  # added as a bias
+        ({"mask_mode": "+-1e9", "own_softmax": True}, 9, "added as a bias"),
     ],
 )
 def test_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explanation):
@@ -128,6 +142,40 @@ def test_a_solution_that_breaks_on_a_batch_says_so():
     assert not feedback.correct and "raised ValueError" in feedback.message
     assert feedback.message.startswith("case 1 of")
     assert "K.T reverses every axis" in feedback.message and "K.swapaxes(-1, -2)" in feedback.message
+    # numpy says the same for no transpose at all on these heads: the hint names both, not only K.T
+    assert "no transpose at all gives the same error" in feedback.message
+
+
+def test_no_transpose_at_all_is_not_blamed_on_k_t_alone():
+    feedback = ex.check_capstone(solution(transpose="none"))
+    assert feedback.message.startswith("case 1 of") and "raised ValueError" in feedback.message
+    assert "not transposed right" in feedback.message and "no transpose at all" in feedback.message
+    one_head = ex.check_attention(attention(transpose="none"))  # 2-d: K.T works, so numpy's message is K's alone
+    assert one_head.message.startswith("case 1 of") and "the keys are not transposed:" in one_head.message
+    assert "K.T" not in one_head.message
+
+
+def test_a_fixed_axes_transpose_fails_on_the_first_batch_and_says_count_from_the_end():
+    feedback = ex.check_capstone(solution(transpose="fixed"))
+    first_batch = next(i for i, c in enumerate(ex.CASES, start=1) if c.q.ndim == 3)
+    assert feedback.message.startswith(f"case {first_batch} of"), feedback.message
+    assert "axes don't match array" in feedback.message and "count from the end" in feedback.message
+
+
+def test_the_hint_follows_numpys_messages_for_each_wrong_transpose():
+    Q, K = np.ones((2, 5, 4)), np.ones((2, 5, 4))
+    with pytest.raises(ValueError) as with_t:
+        Q @ K.T
+    with pytest.raises(ValueError) as without:
+        Q @ K
+    assert str(with_t.value) == str(without.value)  # why the hint names both
+    assert ex.transpose_hint(Q, K, str(with_t.value)) == ex.TRANSPOSE_OR_NONE
+    Q3, K4 = np.ones((2, 3, 4)), np.ones((2, 4, 4))  # n_kv = d_k: Q @ K runs, only K.T fails
+    with pytest.raises(ValueError) as only_t:
+        Q3 @ K4.T
+    assert ex.transpose_hint(Q3, K4, str(only_t.value)) == ex.TRANSPOSE
+    assert ex.transpose_hint(Q, K, "axes don't match array") == ex.FIXED_AXES
+    assert ex.transpose_hint(Q, K, "some other error") is None
 
 
 def test_another_error_is_not_blamed_on_k_t():
@@ -179,16 +227,17 @@ def test_diagnosis_only_names_a_mistake_that_reproduces_the_result():
 # --- stage 1: one head -----------------------------------------------------------------------------------
 
 
-def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1, transpose_with_T=False):
+def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1, transpose_with_T=False, transpose=""):
     """A learner's scaled dot-product attention for (..., n, d_k) arrays; each keyword plants one mistake."""
 
     def fn(Q, K, V, mask=None):
-        K_t = K.T if transpose_with_T else K.swapaxes(-1, -2)
+        K_t = K.T if transpose_with_T else (K if transpose == "none" else K.swapaxes(-1, -2))
         scores = Q @ K_t / (np.sqrt(Q.shape[-1]) if scale else 1.0)
         if mask is not None:
             scores = {
                 "-inf": lambda: np.where(mask, scores, -np.inf),
                 "-1e9": lambda: np.where(mask, scores, -1e9),
+                "+-1e9": lambda: scores + np.where(mask, 0, -1e9),
                 "flipped": lambda: np.where(mask, -np.inf, scores),
                 "zero": lambda: scores * mask,
                 "after": lambda: scores,  # masked below, once the softmax is done
@@ -227,6 +276,7 @@ def test_stage_1_a_right_head_and_the_library_pass():
         ({"mask_mode": "after"}, 3, "applied after the softmax"),
         ({"own_softmax": True}, 4, "NaN weights"),
         ({"mask_mode": "-1e9", "own_softmax": True}, 4, "-1e9, not -inf"),
+        ({"mask_mode": "+-1e9"}, 4, "keeps the softmax of its unmasked scores"),
         ({"transpose_with_T": True}, 3, "K.T reverses every axis"),  # 2-d cases pass: K.T is right there
     ],
 )
