@@ -16,14 +16,15 @@ from matplotlib.text import Text
 from .._checks import check_heads, check_positive_int
 from .style import WIDTH
 
-# The boxes from left to right: (key, heading, the lesson that teaches it; 0 for the input).
+# The boxes from left to right, in the order the code runs them: (key, heading, the lessons that teach it). The
+# split is argued in lesson 2 (why d_k = d_model / h) and coded in lesson 6; the concept map uses the same order.
 STAGES = (
-    ("input", "input x", 0),
-    ("project", "project: Q, K, V", 3),
-    ("split", "split into h heads", 2),
-    ("attend", "attention per head", 4),
-    ("concat", "concatenate", 5),
-    ("mix", "mix with $W^O$", 6),
+    ("input", "input x", ""),
+    ("project", "project: Q, K, V", "lesson 3"),
+    ("split", "split into heads", "lessons 2 and 6"),
+    ("attend", "attend per head", "lessons 4 and 7"),
+    ("concat", "concatenate", "lesson 5"),
+    ("mix", "mix with $W^O$", "lesson 6"),
 )
 STAGE_KEYS = tuple(key for key, _, _ in STAGES)
 # What each core lesson highlights: its own step (lesson 7's mask acts inside the attention; 8 and 9 do it all).
@@ -40,7 +41,7 @@ LESSON_STAGES: dict[int, tuple[str, ...]] = {
 }
 HIGHLIGHT, PLAIN = "#fde3b3", "#eef1f5"  # face colours: this lesson's step, the others
 EDGE_HIGHLIGHT, EDGE_PLAIN = "#c77700", "#8a94a6"
-FIGSIZE = (WIDTH - 0.25, 2.7)  # a cell wide with the inline backend's margins (bbox "tight"): six boxes
+FIGSIZE = (WIDTH - 0.25, 3.0)  # a cell wide with the inline backend's margins (bbox "tight"): six boxes
 
 
 def layer_shapes(h: int, d_model: int, n: int, n_kv: int | None = None) -> dict[str, dict[str, tuple[int, ...]]]:
@@ -66,7 +67,8 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(map(str, shape)) + ")"
 
 
-# The symbolic shape beside each array (the printed numbers follow h, d_model and n).
+# The symbolic shape beside each array (the printed numbers follow h, d_model and n). A head's own array Q_i is
+# (n, d_k), as in lessons 3, 6 and 8; the split and attention boxes print the h of them stacked, Q_0..Q_{h-1}.
 SYMBOLS = {
     "x": "(n, d_model)",
     "x_kv": "(n_kv, d_model)",
@@ -81,6 +83,7 @@ SYMBOLS = {
     "concat": "(n, h\u00b7d_k)",
     "output": "(n, d_model)",
 }
+STACKS = ("Q_i", "K_i", "V_i", "head_i", "weights")  # 3-d: name, numbers and symbol on three lines
 FORMULAS = {
     "input": "one row per token",
     "project": r"$xW^Q,\ xW^K,\ xW^V$",
@@ -89,19 +92,41 @@ FORMULAS = {
     "concat": "heads side by side",
     "mix": r"concat $\cdot\ W^O$",
 }
+# In cross-attention the keys and values are projected from x_kv, the queries from x.
+CROSS_PROJECT = r"$xW^Q,\ x_{kv}W^K,\ x_{kv}W^V$"
+
+
+def array_label(name: str, h: int) -> str:
+    """How a box names an array: a stack of heads as its first and last head, Q_i -> 'Q_0..Q_3' for h = 4."""
+    if name not in STACKS or name == "weights":
+        return name
+    base = name[:-2]
+    return f"{base}_0" if h == 1 else f"{base}_0..{base}_{h - 1}"
 
 
 def shape_lines(shapes: dict[str, dict[str, tuple[int, ...]]], stage: str, self_attention: bool) -> str:
-    """The lines a box prints: each array with its symbolic and numeric shape (n_kv written n in self-attention)."""
-    lines = []
+    """The lines a box prints: each array with its numeric and symbolic shape (n_kv written n in self-attention,
+    n written n_q in cross-attention)."""
+    h = shapes["split"]["Q_i"][-3]
+    lines = [f"{h} head{'s' if h > 1 else ''} stacked:"] if stage in ("split", "attend") else []
     for name, shape in shapes[stage].items():
-        symbol = SYMBOLS[name].replace("n_kv", "n") if self_attention else SYMBOLS[name]
-        lines.append(f"{name} = {_shape(shape)}\n  {symbol}")
+        symbol = SYMBOLS[name]
+        if self_attention:
+            symbol = symbol.replace("n_kv", "n")
+        else:
+            symbol = symbol.replace("(n,", "(n_q,").replace(", n,", ", n_q,")
+        if name in STACKS:
+            lines.append(f"{array_label(name, h)} =\n  {_shape(shape)}\n  {symbol}")
+        else:
+            lines.append(f"{name} = {_shape(shape)}\n  {symbol}")
     return "\n".join(lines)
 
 
-def draw_layer(ax: Axes, highlight: tuple[str, ...] = ()) -> dict[str, Text]:
-    """Draw the six boxes and their arrows on ax; return each stage's shape text (empty until set_shapes)."""
+def draw_layer(ax: Axes, highlight: tuple[str, ...] = (), cross: bool = False) -> dict[str, Text]:
+    """Draw the six boxes and their arrows on ax; return each stage's shape text (empty until set_shapes).
+
+    cross: cross-attention, whose keys and values are projected from x_kv (the projection's formula says so).
+    """
     unknown = [s for s in highlight if s not in STAGE_KEYS]
     if unknown:
         raise ValueError(f"highlight: expected stages from {STAGE_KEYS}, got {unknown!r}")
@@ -111,7 +136,7 @@ def draw_layer(ax: Axes, highlight: tuple[str, ...] = ()) -> dict[str, Text]:
     for spine in ax.spines.values():  # an explorer redraws the frames over its moving texts: keep them hidden
         spine.set_visible(False)
     texts = {}
-    for i, (key, heading, lesson) in enumerate(STAGES):
+    for i, (key, heading, lessons) in enumerate(STAGES):
         on = key in highlight
         ax.add_patch(
             FancyBboxPatch(
@@ -124,10 +149,11 @@ def draw_layer(ax: Axes, highlight: tuple[str, ...] = ()) -> dict[str, Text]:
                 linewidth=2.2 if on else 1.0,
             )
         )
-        label = heading + (f"\n(lesson {lesson})" if lesson else "\n")
-        ax.text(i + 0.47, 0.9, label, ha="center", va="top", fontsize=9, fontweight="bold" if on else "normal")
-        ax.text(i + 0.47, 0.67, FORMULAS[key], ha="center", va="top", fontsize=8, color="#333333")
-        texts[key] = ax.text(i + 0.08, 0.53, "", ha="left", va="top", fontsize=7, family="monospace")
+        label = heading + (f"\n({lessons})" if lessons else "\n")
+        ax.text(i + 0.47, 0.91, label, ha="center", va="top", fontsize=9, fontweight="bold" if on else "normal")
+        formula = CROSS_PROJECT if key == "project" and cross else FORMULAS[key]
+        ax.text(i + 0.47, 0.72, formula, ha="center", va="top", fontsize=8, color="#333333")
+        texts[key] = ax.text(i + 0.08, 0.6, "", ha="left", va="top", fontsize=7, family="monospace")
         if i:
             ax.add_patch(
                 FancyArrowPatch((i - 0.09, 0.6), (i + 0.04, 0.6), arrowstyle="-|>", mutation_scale=12, color="#555555")
@@ -144,8 +170,9 @@ def set_shapes(texts: dict[str, Text], shapes: dict[str, dict[str, tuple[int, ..
 
 def title(h: int, d_model: int, n: int, n_kv: int | None = None) -> str:
     """The diagram's title: the sizes its shapes are printed for."""
-    kv = "" if n_kv in (None, n) else f", n_kv = {n_kv}"
-    return f"One multi-head attention layer: shapes for h = {h}, d_model = {d_model}, n = {n}{kv}"
+    if n_kv in (None, n):
+        return f"One multi-head attention layer: shapes for h = {h}, d_model = {d_model}, n = {n}"
+    return f"One cross-attention layer: shapes for h = {h}, d_model = {d_model}, n_q = {n}, n_kv = {n_kv}"
 
 
 def layer_diagram(
@@ -166,7 +193,7 @@ def layer_diagram(
     fig = Figure(figsize=FIGSIZE, layout="constrained")
     FigureCanvasAgg(fig)  # text extents and PNG export without pyplot: no figure piles up in its registry
     ax = fig.add_subplot()
-    set_shapes(draw_layer(ax, tuple(highlight)), shapes)
+    set_shapes(draw_layer(ax, tuple(highlight), cross="x_kv" in shapes["input"]), shapes)
     where = f" (lesson {lesson} highlighted)" if lesson is not None else ""
     ax.set_title(title(h, d_model, n, n_kv) + where, fontsize=10)
     return fig
