@@ -36,6 +36,13 @@ def check_concat_shape(answer: object) -> Feedback:
     )
 
 
+# numpy's only words when np.hsplit or np.split(..., axis=1) cuts a batch's second axis, the tokens, into h pieces
+SPLIT_AXIS = (
+    " On a batch, np.hsplit and np.split(..., axis=1) cut the second axis, the tokens; the features are the last "
+    "axis: axis=-1, as in np.split(concat, h, axis=-1)[i]."
+)
+
+
 def check_recover_head(fn: object) -> Feedback:
     """Exercise 1: fn(concat, i, h) returns head i's output (..., n, d_k) from the concatenation (..., n, h*d_k),
     for one sequence and for a batch of sequences."""
@@ -54,7 +61,8 @@ def check_recover_head(fn: object) -> Feedback:
             try:
                 got = fn(concat.copy(), i, h)  # a copy: fn may write into it
             except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-                return wrong(f"{where}, head {i}: your function raised {type(exc).__name__}: {exc}")
+                hint = SPLIT_AXIS if lead and "does not result in an equal division" in str(exc) else ""
+                return wrong(f"{where}, head {i}: your function raised {type(exc).__name__}: {exc}.{hint}")
             if got is None:
                 return wrong("Your function returned None: replace its `return None` line.")
             got, want = np.asarray(got), trace["head_i"][i]
