@@ -75,7 +75,13 @@ def _cases() -> list[Case]:
             init_params(8, 2, seed=9),
             causal_mask(6) & padding_mask([6, 4], 6),
         ),
-        Case("cross-attention: 4 queries, 6 keys and values", decoder, encoder, encoder_v, init_params(8, 2, seed=6)),
+        Case(
+            "cross-attention: 4 queries, 6 keys and 6 values (v other numbers than k)",
+            decoder,
+            encoder,
+            encoder_v,
+            init_params(8, 2, seed=6),
+        ),
         Case(
             "cross-attention in a batch of 2: 6 queries, 7 padded keys, mask (2, 1, 1, 7)",
             decoders,
