@@ -203,7 +203,7 @@ def multi_head_attention_loop(
         name: [] for name in ("Q_i", "K_i", "V_i", "scores", "scaled_scores", "weights", "head_i")
     }
     for i in range(params.h):
-        # Step 2: project into head i's own d_k-dimensional subspace.
+        # Steps 1-2 in one: project into head i's own d_k columns (W_i^Q is block i of W^Q's columns).
         Q_i = _project(q, params.w_q_head(i), params.b_head("b_q", i))  # (..., n_q, d_k)
         K_i = _project(k, params.w_k_head(i), params.b_head("b_k", i))  # (..., n_kv, d_k)
         V_i = _project(v, params.w_v_head(i), params.b_head("b_v", i))  # (..., n_kv, d_k)

@@ -57,7 +57,8 @@ def test_every_node_is_connected_and_the_derivation_is_a_chain():
     ends = {k for e in cm.EDGES for k in (e.source, e.target)}
     assert ends == {n.key for n in cm.NODES}
     chain = [(e.source, e.target) for e in cm.EDGES if e.relation == "then"]
-    assert chain == [("split", "project"), ("project", "attend"), ("attend", "concat"), ("concat", "mix")]
+    # the order of the layer's picture (plots.layer) and of the code: project, then split
+    assert chain == [("project", "split"), ("split", "attend"), ("attend", "concat"), ("concat", "mix")]
 
 
 @pytest.mark.parametrize(

@@ -15,17 +15,8 @@ CORE_WORDS = 1_550  # "at most about 1,500 words" of prose before Going deeper
 # "at most about 60 minutes"; raised to 75 because a fresh reader measured the main parts of lessons 14 (75 minutes)
 # and 19 (85, before its evidence lists moved to Going deeper) in the issue-32 review, and stated minutes follow them.
 DEEPER_MINUTES = 75
-# Main-part minutes a fresh reader measured (issue-32 review, the learner's "main part / Going deeper" minutes). The
-# estimate counts words and cells and undercounts lessons that make the reader think (lesson 13: estimate 50, read
-# in 70); where a measurement exists, the stated minutes lie within 15% of it instead of near the estimate.
-READER_MINUTES = {
-    "10_parameters_and_complexity": 50,
-    "13_training_heads": 70,
-    "14_circuits_and_induction_heads": 75,
-    "17_attention_at_scale": 70,
-    "19_attention_today": 85,  # before the evidence lists moved to Going deeper; the reader expected about 60-65 after
-    "20_your_own_language_model": 65,
-}
+# The deeper lessons a fresh reader timed (aids.lessons.DEEPER_READER_MINUTES): they state those minutes within 15%.
+READER_MINUTES = ls.DEEPER_READER_MINUTES
 
 
 def headings(nb: dict) -> list[tuple[int, str]]:
@@ -45,7 +36,7 @@ def test_every_lesson_states_its_track_and_minutes(path):
     assert lesson.title, path.name
 
 
-def test_the_core_path_fits_an_afternoon_and_the_tracks_are_in_reading_order():
+def test_the_core_path_fits_its_budget_and_the_tracks_are_in_reading_order():
     lessons = ls.read_lessons()
     assert ls.core_path_minutes(lessons) <= ls.CORE_BUDGET_MINUTES
     tracks = [x.track for x in lessons]
@@ -61,34 +52,157 @@ def test_lesson_size_fits_its_track(path):
     if lesson.track == "core":
         words = ls.prose_words(ls.worked_cells(nb))
         assert words <= CORE_WORDS, f"{words} words of prose before '## Going deeper' (at most about 1,500)"
-        assert 15 <= lesson.minutes <= 30, lesson.minutes
+        assert 5 <= lesson.minutes <= 30, lesson.minutes
     elif lesson.track == "deeper":
         assert lesson.minutes <= DEEPER_MINUTES, lesson.minutes
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
 def test_stated_minutes_agree_with_the_estimate(path):
+    # The rule's largest error against a reader's measured minutes was 33% (see mha_lesson.aids.lessons): 40% of the
+    # stated minutes leaves it that margin. This bound is looser than the 15% a measured lesson keeps to its reader.
     lesson, nb = ls.read_lesson(path), ls.load(path)
+    if path.stem in ls.READER_MINUTES:  # a timed core lesson: its reader's minutes bind (the test below)
+        return
     if path.stem in READER_MINUTES:
         measured = READER_MINUTES[path.stem]
         assert abs(lesson.minutes - measured) <= 0.15 * measured, (lesson.minutes, measured)
         return
     estimate = ls.estimate_minutes(nb)
-    assert abs(lesson.minutes - estimate) <= max(10, 0.35 * estimate), (lesson.minutes, estimate)
+    assert abs(lesson.minutes - estimate) <= max(5, 0.4 * lesson.minutes), (lesson.minutes, estimate)
 
 
-def test_estimate_counts_reading_code_explorers_and_exercises():
+def test_a_measured_lesson_states_its_readers_minutes_within_15_percent():
+    """The reader's minutes (aids.lessons.READER_MINUTES, who and when in READER) against what each lesson states;
+    1 minute is allowed where 15% is less (the start page: 5 minutes measured, then the routes added)."""
+    assert "newcomer" in ls.READER and "issue 31" in ls.READER
+    core = {x.stem: x for x in ls.read_lessons() if x.track in ("start", "core")}
+    assert set(ls.READER_MINUTES) == set(core), "every core lesson and the start page have a reader's minutes"
+    for stem, measured in ls.READER_MINUTES.items():
+        stated = core[stem].minutes
+        assert abs(stated - measured) <= max(1, ls.READER_TOLERANCE * measured), (stem, stated, measured)
+    assert abs(sum(ls.READER_MINUTES.values()) - ls.core_path_minutes(list(core.values()))) <= 3
+
+
+def test_estimate_counts_reading_code_figures_explorers_and_exercises():
     def md(text):
         return {"cell_type": "markdown", "source": text}
 
     def code(text):
         return {"cell_type": "code", "source": text}
 
-    nb = {"cells": [md("word " * 1200), code("x = 1"), code("y = 2"), code("z = 3"), code("tiled_explorer()")]}
-    assert ls.estimate_minutes(nb) == 5 * round((10 + 4 / 3 + 3) / 5)  # 14.3 -> 15
-    nb["cells"] += [code("ex.check_one(a)"), code("ex.check_two(b)"), md("## Going deeper"), md("word " * 5000)]
-    assert ls.estimate_minutes(nb) == 5 * round((10 + 6 / 3 + 3 + 10) / 5)  # Going deeper is left out
-    assert ls.prose_words(ls.worked_cells(nb)) == 1200 + 0
+    nb = {"cells": [md("word " * 1800), code("x = 1"), code("fig, ax = plt.subplots()"), code("tiled_explorer()")]}
+    assert ls.counts(nb) == {
+        "words": 1800,
+        "code cells": 3,
+        "figures": 1,
+        "explorers": 1,
+        "exercises": 0,
+        "functions": 0,
+    }
+    assert ls.estimate_minutes(nb) == round(10 + 3 * 0.4 + 2 + 2)  # 15.2 -> 15
+    nb["cells"] += [code("layer_diagram(3)"), code("ex.check_one(a)"), code("ex.check_two(b)")]
+    nb["cells"] += [md("## Going deeper"), md("word " * 5000), code("ex.check_three(c)")]
+    # the layer's picture is a code cell, not a figure; Going deeper is left out
+    assert ls.counts(nb) == {
+        "words": 1800,
+        "code cells": 6,
+        "figures": 1,
+        "explorers": 1,
+        "exercises": 2,
+        "functions": 0,
+    }
+    assert ls.estimate_minutes(nb) == round(10 + 6 * 0.4 + 2 + 2 + 2 * 4)  # 24.4 -> 24
+    # a function the learner writes from scratch (the capstone's my_...) adds 3 minutes; a helper the cell defines not
+    nb["cells"].insert(-3, code("def my_split(x, h):\n    return None\n\n\ndef my_merge(x):\n    return None\n"))
+    nb["cells"].insert(-3, code("def helper(x):\n    return x\n"))
+    assert ls.counts(nb)["functions"] == 2 and ls.counts(nb)["code cells"] == 8
+    assert ls.estimate_minutes(nb) == round(10 + 8 * 0.4 + 2 + 2 + 2 * 4 + 2 * 3)  # 31.2 -> 31
+
+
+def _md(text):
+    return {"cell_type": "markdown", "source": text}
+
+
+def _code(text):
+    return {"cell_type": "code", "source": text}
+
+
+def test_sections_cut_the_worked_part_at_its_headings_and_share_out_its_minutes():
+    nb = {
+        "cells": [
+            _md("# Lesson 1: T\n\n" + "w " * 100),
+            _code("x = 1"),
+            _md("## 1. First\n" + "w " * 360 + "\n## 2. Second\n" + "w " * 180),  # a heading inside a cell
+            _code("fig, ax = plt.subplots()"),
+            _md("## Exercises\n### Exercise 1\n" + "w " * 90),
+            _code("ex.check_one(a)"),
+            _md("### Exercise 2\n"),
+            _code("ex.check_two(b)"),
+            _md("## Recap in Hinglish\n" + "w " * 90),
+            _md("## Going deeper\n" + "w " * 9000),
+        ]
+    }
+    assert ls.section_headings(nb) == [
+        "1. First",
+        "2. Second",
+        "Exercises",
+        "Exercise 1",
+        "Exercise 2",
+        "Recap in Hinglish",
+    ]
+    assert ls.prose_words(ls.section_cells(nb, "1. First")) == 3 + 360  # its heading line counts too
+    second = ls.section_cells(nb, "2. Second")
+    assert ls.prose_words(second) == 3 + 180 and [c["cell_type"] for c in second] == ["markdown", "code"]
+    assert len(ls.section_cells(nb, "Exercises")) == 5 and len(ls.section_cells(nb, "Exercise 1")) == 2  # 5 pieces
+    # the opening and the level-2 sections partition the worked part: their minutes add up to the lesson's
+    level2 = ["1. First", "2. Second", "Exercises", "Recap in Hinglish"]
+    parts = [ls.raw_minutes(nb, [c for lv, _, c in ls.pieces(nb) if lv == 1])]
+    parts += [ls.raw_minutes(nb, ls.section_cells(nb, h)) for h in level2]
+    assert sum(parts) == pytest.approx(ls.raw_minutes(nb))
+    assert ls.stop_minutes(nb, 30, ()) == pytest.approx(30 * (1 - parts[-1] / sum(parts)))  # all but the recap
+    with pytest.raises(ValueError, match="^heading: expected one of"):
+        ls.section_cells(nb, "3. Third")
+
+
+def test_every_section_a_route_names_is_a_heading_of_that_lessons_worked_part():
+    for route in ls.ROUTES:
+        for stem, sections in route.stops:
+            path = ls.NOTEBOOKS / f"{stem}.ipynb"
+            assert path.exists(), f"route {route.name}: no lesson {stem}"
+            nb = ls.load(path)
+            lines = {
+                line[line.index(" ") + 1 :].strip()
+                for c in ls.worked_cells(nb)
+                if c["cell_type"] == "markdown"
+                for line in ls.cell_text(c).splitlines()
+                if line.startswith(("## ", "### "))
+            }
+            for heading in sections:
+                assert heading in lines, f"route {route.name}: {stem} has no heading {heading!r} before Going deeper"
+
+
+def test_the_routes_fit_their_names_and_reach_the_mask_and_a_working_layer():
+    budgets = {"2 hours": 120, "90 minutes": 90}
+    assert [r.name for r in ls.ROUTES] == list(budgets)
+    for route in ls.ROUTES:
+        minutes = ls.route_minutes(route)
+        assert 0.85 * budgets[route.name] <= minutes <= 1.05 * budgets[route.name], (route.name, minutes)
+        stops = dict(route.stops)
+        assert "1. The causal mask for decoders" in stops["07_causal_mask"] or stops["07_causal_mask"] == ()
+        assert "Stage 1: one head" in stops["09_capstone"]  # the learner's own attention, checked
+        assert "06_output_projection" in stops  # the whole layer, batched
+        assert [s for s, _ in route.stops] == sorted(s for s, _ in route.stops)  # in reading order
+    assert ls.route_minutes(ls.ROUTES[1]) < ls.route_minutes(ls.ROUTES[0]) < ls.core_path_minutes(ls.read_lessons())
+
+
+def test_start_page_routes_are_generated_and_sit_outside_the_table():
+    nb = ls.load(ls.NOTEBOOKS / f"{ls.START_PAGE}.ipynb")
+    i, block = ls.generated_block(nb, ls.ROUTES_BEGIN, ls.ROUTES_END)
+    assert block == ls.routes_markdown(), "run: python -m mha_lesson.aids.lessons --write"
+    assert i != ls.generated_block(nb, ls.BEGIN, ls.END)[0]
+    for route in ls.ROUTES:
+        assert f"{route.name}: about {ls.route_minutes(route)} min" in block
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)

@@ -60,6 +60,15 @@ def test_doubling_h_hints_name_the_first_wrong_quantity(key, value, hint):
     assert "1 of 5" in feedback.message
 
 
+def test_doubling_h_with_three_wrong_items_names_each_with_its_hint():
+    answer = DOUBLING_H | {"parameters": "double", "softmax flops": "same", "d_k": "double"}
+    feedback = ex.check_doubling_h(answer)
+    assert not feedback.correct and "3 of 5" in feedback.message
+    for key in ("parameters", "softmax flops", "d_k"):
+        assert f"'{key}': {ex.EXERCISE_2_HINTS[key]}" in feedback.message
+    assert "'attention flops'" not in feedback.message and "'weight memory'" not in feedback.message
+
+
 @pytest.mark.parametrize(
     ("answer", "fragment"),
     [

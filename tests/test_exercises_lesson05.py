@@ -40,6 +40,42 @@ def test_recover_head():
     assert "RuntimeError" in ex.check_recover_head(crashes).message
 
 
+def test_recover_head_names_the_axis_when_rows_are_sliced():
+    def rows(concat, i, h):
+        d_k = concat.shape[-1] // h
+        return concat[i * d_k : (i + 1) * d_k]  # tokens i*d_k.. instead of head i's columns
+
+    def too_wide(concat, i, h):
+        return concat[:, i:]
+
+    message = ex.check_recover_head(rows).message
+    assert "you sliced rows, which are tokens" in message and "concat[:, start:stop]" in message
+    message = ex.check_recover_head(too_wide).message
+    assert "The last axis holds the features" in message and "sliced rows" not in message
+
+
+def test_recover_head_needs_the_last_axis_on_a_batch():
+    def two_d(concat, i, h):
+        d_k = concat.shape[-1] // h
+        return concat[:, i * d_k : (i + 1) * d_k]  # right for one sequence, the tokens axis on a batch
+
+    message = ex.check_recover_head(two_d).message
+    assert message.startswith("For a batch (3, 5, 24), h=4, head 0:") and "concat[..., start:stop]" in message
+
+
+@pytest.mark.parametrize("cut", [lambda c, h: np.hsplit(c, h), lambda c, h: np.split(c, h, axis=1)])
+def test_recover_head_names_the_axis_when_np_split_cuts_the_tokens_of_a_batch(cut):
+    def split_heads(concat, i, h):
+        return cut(concat, h)[i]  # right for one sequence; on a batch, axis 1 holds the 5 tokens
+
+    with pytest.raises(ValueError, match="does not result in an equal division"):  # numpy's only words
+        cut(np.zeros((3, 5, 24)), 4)
+    message = ex.check_recover_head(split_heads).message
+    assert message.startswith("For a batch (3, 5, 24), h=4, head 0: your function raised ValueError"), message
+    assert "the features are the last axis: axis=-1" in message
+    assert "axis=-1" not in ex.check_recover_head(lambda c, i, h: c[..., 99]).message  # other errors: no guess
+
+
 def test_average_map():
     # independent: the average of 3 heads times P, against concat @ answer, on new random heads
     w_o = np.vstack([ex.AVG_P / 3] * 3)

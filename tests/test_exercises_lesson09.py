@@ -20,8 +20,10 @@ def solution(
     split_transpose=True,
     w_o=True,
     kv_from_q=False,
+    v_from_k=False,
     own_softmax=False,
     transpose_with_T=False,
+    transpose="swapaxes",
     axis=-1,
     return_pair=True,
 ):
@@ -32,6 +34,8 @@ def solution(
         d_k = params.d_model // h
         if kv_from_q:
             k = v = q
+        if v_from_k:
+            v = k
 
         def split(x):
             if split_transpose:
@@ -39,11 +43,20 @@ def solution(
             return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)
 
         Q, K, V = split(q @ params.w_q), split(k @ params.w_k), split(v @ params.w_v)
-        K_t = K.T if transpose_with_T else K.swapaxes(-1, -2)
+        K_t = {
+            "swapaxes": lambda: K.swapaxes(-1, -2),
+            "T": lambda: K.T,
+            "none": lambda: K,
+            "fixed": lambda: K.transpose(0, 2, 1),  # right for one sequence's (h, n, d_k), wrong for a batch
+        }["T" if transpose_with_T else transpose]()
         scores = Q @ K_t / {"d_k": np.sqrt(d_k), "d_model": np.sqrt(params.d_model), "none": 1.0}[scale]
         if mask is not None:
             if mask_mode == "-inf":
                 scores = np.where(mask, scores, -np.inf)
+            elif mask_mode == "-1e9":  # a large negative number instead of -inf
+                scores = np.where(mask, scores, -1e9)
+            elif mask_mode == "+-1e9":  # the same number added as a bias (Hugging Face's style)
+                scores = scores + np.where(mask, 0, -1e9)
             elif mask_mode == "flipped":
                 scores = np.where(mask, -np.inf, scores)
             elif mask_mode == "zero":
@@ -75,7 +88,8 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
     for fragment in ("one head", "h = 4", "causal mask", "batch of 3", "cross-attention", "may see no key"):
         assert fragment in names
     cross = next(c for c in ex.CASES if "cross" in c.name)
-    assert cross.q.shape[-2] != cross.k.shape[-2] and cross.k is cross.v
+    assert cross.q.shape[-2] != cross.k.shape[-2] and cross.k.shape == cross.v.shape
+    assert not np.allclose(cross.k, cross.v)  # values other than the keys: a layer that reads k twice fails
     batch = next(c for c in ex.CASES if "batch" in c.name)
     assert batch.q.ndim == 3 and batch.mask.shape == (3, 1, 1, 5)
     # batch + causal + padding together: the mask hides the future and sequence 1's padded keys 4 and 5
@@ -84,9 +98,8 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
     assert both.mask[0, 0].tolist() == np.tri(6, dtype=bool).tolist() and not both.mask[1, 0, :, 4:].any()
     # cross-attention in a padded batch: queries and keys of different lengths, padded encoder keys hidden
     batched_cross = next(c for c in ex.CASES if "cross-attention in a batch" in c.name)
-    assert (
-        batched_cross.q.shape == (2, 6, 8) and batched_cross.k.shape == (2, 7, 8) and batched_cross.k is batched_cross.v
-    )
+    assert batched_cross.q.shape == (2, 6, 8) and batched_cross.k.shape == batched_cross.v.shape == (2, 7, 8)
+    assert not np.allclose(batched_cross.k, batched_cross.v)
     assert batched_cross.mask.shape == (2, 1, 1, 7) and not batched_cross.mask[1, ..., 3:].any()
     assert batched_cross.params.h == 4
     blind = ex.CASES[-1]
@@ -108,7 +121,12 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
         ({"mask_mode": "ignored"}, 4, "never applied"),
         ({"mask_mode": "after"}, 4, "applied after the softmax"),
         ({"kv_from_q": True}, 7, "keys and values must come from k and v"),
+        ({"v_from_k": True}, 7, "values must come from v, not from k"),
         ({"own_softmax": True}, 9, "NaN weights"),
+        ({"mask_mode": "-1e9", "own_softmax": True}, 9, "-1e9, not -inf"),  # the textbook softmax
+        ({"mask_mode": "-1e9"}, 9, "spreads its weight evenly"),  # mha.softmax cannot rescue a row of -1e9 either
+        ({"mask_mode": "+-1e9"}, 9, "keeps the softmax of its unmasked scores"),  # added as a bias
+        ({"mask_mode": "+-1e9", "own_softmax": True}, 9, "added as a bias"),
     ],
 )
 def test_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explanation):
@@ -119,10 +137,62 @@ def test_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explan
 
 
 def test_a_solution_that_breaks_on_a_batch_says_so():
-    """K.T transposes every axis: with one head it is still right, with a batch of heads it raises."""
+    """K.T transposes every axis: on a stack of heads numpy raises, and the check says why, not only numpy's error."""
     feedback = ex.check_capstone(solution(transpose_with_T=True))
     assert not feedback.correct and "raised ValueError" in feedback.message
     assert feedback.message.startswith("case 1 of")
+    assert "K.T reverses every axis" in feedback.message and "K.swapaxes(-1, -2)" in feedback.message
+    # numpy says the same for no transpose at all on these heads: the hint names both, not only K.T
+    assert "no transpose at all gives the same error" in feedback.message
+
+
+def test_no_transpose_at_all_is_not_blamed_on_k_t_alone():
+    feedback = ex.check_capstone(solution(transpose="none"))
+    assert feedback.message.startswith("case 1 of") and "raised ValueError" in feedback.message
+    assert "not transposed right" in feedback.message and "no transpose at all" in feedback.message
+    one_head = ex.check_attention(attention(transpose="none"))  # 2-d: K.T works, so numpy's message is K's alone
+    assert one_head.message.startswith("case 1 of") and "the keys are not transposed:" in one_head.message
+    assert "K.T" not in one_head.message
+
+
+def test_a_fixed_axes_transpose_fails_on_the_first_batch_and_says_count_from_the_end():
+    feedback = ex.check_capstone(solution(transpose="fixed"))
+    first_batch = next(i for i, c in enumerate(ex.CASES, start=1) if c.q.ndim == 3)
+    assert feedback.message.startswith(f"case {first_batch} of"), feedback.message
+    assert "axes don't match array" in feedback.message and "count from the end" in feedback.message
+
+
+def test_the_hint_follows_numpys_messages_for_each_wrong_transpose():
+    Q, K = np.ones((2, 5, 4)), np.ones((2, 5, 4))
+    with pytest.raises(ValueError) as with_t:
+        Q @ K.T
+    with pytest.raises(ValueError) as without:
+        Q @ K
+    assert str(with_t.value) == str(without.value)  # why the hint names both
+    assert ex.transpose_hint(Q, K, str(with_t.value)) == ex.TRANSPOSE_OR_NONE
+    Q3, K4 = np.ones((2, 3, 4)), np.ones((2, 4, 4))  # n_kv = d_k: Q @ K runs, only K.T fails
+    with pytest.raises(ValueError) as only_t:
+        Q3 @ K4.T
+    assert ex.transpose_hint(Q3, K4, str(only_t.value)) == ex.TRANSPOSE
+    assert ex.transpose_hint(Q, K, "axes don't match array") == ex.FIXED_AXES
+    assert ex.transpose_hint(Q, K, "some other error") is None
+
+
+def test_another_error_is_not_blamed_on_k_t():
+    def wrong_width(q, k, v, params, mask=None):
+        return mha.multi_head_attention(q[..., :-1], k, v, params, mask)  # drops a feature: a shape error
+
+    feedback = ex.check_capstone(wrong_width)
+    assert not feedback.correct and "raised ValueError" in feedback.message and "K.T" not in feedback.message
+
+
+def test_the_k_t_error_is_the_one_numpy_gives_for_a_stack_of_heads():
+    case = ex.CASES[0]
+    Q, K = mha.split_heads(case.q @ case.params.w_q, 2), mha.split_heads(case.k @ case.params.w_k, 2)
+    with pytest.raises(ValueError) as raised:
+        Q @ K.T  # (2, 5, 4) @ (4, 5, 2): the batch axes 2 and 4 do not broadcast
+    assert ex.transpose_error(Q, K) == str(raised.value)
+    assert ex.transpose_error(Q[0], K[0]) is None  # one head, 2-d: K.T is right there
 
 
 def test_returning_only_the_output_asks_for_the_pair():
@@ -157,14 +227,17 @@ def test_diagnosis_only_names_a_mistake_that_reproduces_the_result():
 # --- stage 1: one head -----------------------------------------------------------------------------------
 
 
-def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1):
+def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1, transpose_with_T=False, transpose=""):
     """A learner's scaled dot-product attention for (..., n, d_k) arrays; each keyword plants one mistake."""
 
     def fn(Q, K, V, mask=None):
-        scores = Q @ K.swapaxes(-1, -2) / (np.sqrt(Q.shape[-1]) if scale else 1.0)
+        K_t = K.T if transpose_with_T else (K if transpose == "none" else K.swapaxes(-1, -2))
+        scores = Q @ K_t / (np.sqrt(Q.shape[-1]) if scale else 1.0)
         if mask is not None:
             scores = {
                 "-inf": lambda: np.where(mask, scores, -np.inf),
+                "-1e9": lambda: np.where(mask, scores, -1e9),
+                "+-1e9": lambda: scores + np.where(mask, 0, -1e9),
                 "flipped": lambda: np.where(mask, -np.inf, scores),
                 "zero": lambda: scores * mask,
                 "after": lambda: scores,  # masked below, once the softmax is done
@@ -202,6 +275,9 @@ def test_stage_1_a_right_head_and_the_library_pass():
         ({"mask_mode": "zero"}, 3, "set them to -inf"),
         ({"mask_mode": "after"}, 3, "applied after the softmax"),
         ({"own_softmax": True}, 4, "NaN weights"),
+        ({"mask_mode": "-1e9", "own_softmax": True}, 4, "-1e9, not -inf"),
+        ({"mask_mode": "+-1e9"}, 4, "keeps the softmax of its unmasked scores"),
+        ({"transpose_with_T": True}, 3, "K.T reverses every axis"),  # 2-d cases pass: K.T is right there
     ],
 )
 def test_stage_1_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explanation):
@@ -253,8 +329,9 @@ def test_stage_2_reshape_only_is_named_even_though_its_round_trip_works():
 
 
 def test_the_notebook_solutions_and_its_worked_split_pass_the_checks():
-    """What a stuck learner copies from the notebook's Solution blocks passes all three stages; the worked split
-    on one (5, 8) sequence is check_split_merge's first case."""
+    """What a stuck learner copies from the notebook's two Solution blocks passes every check, the split and merge
+    (stage 2's helpers) included; the hints' two moves (reshape, then swap) on one (5, 8) sequence are
+    check_split_merge's first case."""
     import json
     import re
     from pathlib import Path
@@ -262,7 +339,7 @@ def test_the_notebook_solutions_and_its_worked_split_pass_the_checks():
     nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "09_capstone.ipynb").read_text("utf-8"))
     text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     blocks = re.findall(r"<summary>Solution</summary>\s*(?:With[^\n]*\n\s*)?```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 3
+    assert len(blocks) == 2
     namespace = {"np": np, "mha": mha, "ex": ex}
     for block in blocks:
         exec(block, namespace)  # noqa: S102 (the notebook's own solution text)

@@ -151,7 +151,8 @@ TERMS: tuple[Term, ...] = (
     T("top-k sampling", "Sampling the next token only among the k likeliest, after renormalising their "
       "probabilities: it removes the long tail of unlikely tokens.", "20_your_own_language_model", ("top-k",)),
     T("gradient", "For every weight, how fast the loss changes when that weight changes: an array of the weights' "
-      "own shape. A training step moves each weight a little against it, downhill.", "13_training_heads"),
+      "own shape. A training step moves each weight a little against it, downhill.",
+      "04_scaled_dot_product_attention"),
     T("backward pass", "The computation of every gradient, from the loss back through the model's steps by the "
       "chain rule; it needs values the forward pass kept (in attention, the weights).", "13_training_heads"),
     T("learning rate", "The size of a training step: how far each weight moves against its gradient (or against "
@@ -192,6 +193,11 @@ TERMS: tuple[Term, ...] = (
     T("post-ln", "The original Transformer's order: a layer norm after each residual addition, x' = LN(x + "
       "MHA(x)). Pre-LN (GPT-2 and most later models) normalises each sub-layer's input instead.",
       "12_connections"),
+    T("backpropagation", "Computing every weight's gradient backwards through the layers with the chain rule, from "
+      "the loss to the first layer. A saturated softmax passes almost none back to its scores.",
+      "04_scaled_dot_product_attention"),
+    T("multi-query attention", "Attention whose heads each keep their own W^Q but share one W^K and one W^V, so a "
+      "model keeps one set of keys and values in memory while it generates text (MQA).", "03_projections"),
 )  # fmt: skip
 
 

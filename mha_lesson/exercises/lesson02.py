@@ -73,8 +73,8 @@ def check_doubling_h(answer: object) -> Feedback:
             "own n × n map, so the softmax and the weights' memory grow with h. That is why split heads are cheap, "
             "but not free."
         )
-    first = wrong_keys[0]
-    return wrong(f"{len(wrong_keys)} of {len(QUANTITIES)} not yet. '{first}': {EXERCISE_2_HINTS[first]}")
+    hints = " ".join(f"'{q}': {EXERCISE_2_HINTS[q]}" for q in wrong_keys)  # every wrong item, not only the first
+    return wrong(f"{len(wrong_keys)} of {len(QUANTITIES)} not yet. {hints}")
 
 
 def mystery_layer() -> dict[str, int]:

@@ -36,32 +36,56 @@ def check_concat_shape(answer: object) -> Feedback:
     )
 
 
+# numpy's only words when np.hsplit or np.split(..., axis=1) cuts a batch's second axis, the tokens, into h pieces
+SPLIT_AXIS = (
+    " On a batch, np.hsplit and np.split(..., axis=1) cut the second axis, the tokens; the features are the last "
+    "axis: axis=-1, as in np.split(concat, h, axis=-1)[i]."
+)
+
+
 def check_recover_head(fn: object) -> Feedback:
-    """Exercise 2: fn(concat, i, h) returns head i's output (n, d_k) from the concatenation (n, h*d_k)."""
+    """Exercise 1: fn(concat, i, h) returns head i's output (..., n, d_k) from the concatenation (..., n, h*d_k),
+    for one sequence and for a batch of sequences."""
     if fn is None:
         return wrong("Replace None with your function (without calling it), e.g. recover_head.")
     if not callable(fn):
         return wrong(f"Expected a function fn(concat, i, h), got a {type(fn).__name__}.")
     rng = np.random.default_rng(4)
-    for d_model, h in ((8, 2), (15, 3), (24, 4)):  # d_k = 4, 5, 6: a fixed width cannot pass
-        x = rng.normal(size=(5, d_model))
+    # d_k = 4, 5, 6: a fixed width cannot pass; the last case is a batch of 3 sequences, (3, 5, 24)
+    for d_model, h, lead in ((8, 2, ()), (15, 3, ()), (24, 4, (3,))):
+        x = rng.normal(size=(*lead, 5, d_model))
         _, _, trace = multi_head_attention_loop(x, x, x, init_params(d_model, h, seed=d_model), return_trace=True)
+        where = f"For a batch {x.shape}, h={h}" if lead else f"For h={h}"
+        concat, d_k = trace["concat"], d_model // h
         for i in range(h):
             try:
-                got = fn(trace["concat"].copy(), i, h)  # a copy: fn may write into it
+                got = fn(concat.copy(), i, h)  # a copy: fn may write into it
             except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-                return wrong(f"Your function raised {type(exc).__name__}: {exc}")
+                hint = SPLIT_AXIS if lead and "does not result in an equal division" in str(exc) else ""
+                return wrong(f"{where}, head {i}: your function raised {type(exc).__name__}: {exc}.{hint}")
             if got is None:
                 return wrong("Your function returned None: replace its `return None` line.")
-            got = np.asarray(got)
-            want = trace["head_i"][i]
+            got, want = np.asarray(got), trace["head_i"][i]
+            cut = slice(i * d_k, (i + 1) * d_k)
+            if not lead and got.shape == concat[cut].shape and np.array_equal(got, concat[cut]):
+                return wrong(
+                    f"{where}, head {i}: you sliced rows, which are tokens. Keep every row (token) and take head "
+                    f"{i}'s block of columns (features): concat[:, start:stop], {d_k} columns wide."
+                )
+            if lead and got.shape == concat[:, cut].shape and np.array_equal(got, concat[:, cut]):
+                return wrong(
+                    f"{where}, head {i}: concat[:, start:stop] cuts the second axis, here the tokens. The features "
+                    "are the last axis whatever comes before it: count from the end, concat[..., start:stop]."
+                )
             if got.shape != want.shape:
                 return wrong(
-                    f"For h={h}, head {i}: expected shape {want.shape}, got {got.shape}. How wide is one head?"
+                    f"{where}, head {i}: expected shape {want.shape}, got {got.shape}. The last axis holds the "
+                    f"features, the one before it the tokens (keep all {want.shape[-2]}): how many columns does one "
+                    "head own?"
                 )
             if not np.allclose(got, want, atol=1e-12):
-                return wrong(f"For h={h}, head {i}: wrong columns. Head i starts at column i × d_k.")
-    return right("every head came back exactly: concatenation loses nothing.")
+                return wrong(f"{where}, head {i}: wrong columns. Head i starts at column i × d_k.")
+    return right("every head came back exactly, from one sequence and from a batch: concatenation loses nothing.")
 
 
 def check_average_map(answer: object) -> Feedback:

@@ -1,12 +1,14 @@
-"""The capstone checks of lesson 9: the learner's own multi-head attention against the library's, in three stages.
+"""The capstone checks of lesson 9: the learner's own multi-head attention against the library's, in two stages.
 
-check_attention(fn): one head's scaled dot-product attention, fn(Q, K, V, mask) -> (out, weights), against
-mha.scaled_dot_product_attention on HEAD_CASES. check_split_merge(split, merge): the heads' split and merge against
-mha.split_heads and mha.merge_heads. check_capstone(fn): the whole layer, fn(q, k, v, params, mask), on CASES
+check_attention(fn): stage 1, one head's scaled dot-product attention, fn(Q, K, V, mask) -> (out, weights), against
+mha.scaled_dot_product_attention on HEAD_CASES. check_capstone(fn): stage 2, the whole layer, fn(q, k, v, params,
+mask), with the learner's own split and merge of the heads (check_split_merge(split, merge) checks those alone,
+against mha.split_heads and mha.merge_heads, for a learner who asks), on CASES
 (simplest first: random shapes, one head and many, a causal mask, a padded batch, a batch with causal and padding
 masks, cross-attention alone and in a padded batch, a query that may see no key) against mha.multi_head_attention.
-Each names the first case that fails and, when the result equals that of a known mistake (the scale, the mask, the
-head split, W^O, ...), says which.
+Each names the first case that fails and, when the result equals that of a known mistake (the scale, the mask, a
+-1e9 mask with a plain softmax or added as a bias, the head split, W^O, values from k, ...) or the error is numpy's
+answer to a wrong transpose of the keys (`K.T` on a stack of heads, no transpose, fixed axes on a batch), says which.
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ def _cases() -> list[Case]:
     batch = np.random.default_rng(5).normal(size=(3, 5, 8))  # (batch, n, d_model): three sequences of 5 tokens
     decoders = np.random.default_rng(9).normal(size=(2, 6, 8))  # two decoder sequences of 6 tokens
     decoder, encoder = np.random.default_rng(6).normal(size=(4, 8)), np.random.default_rng(7).normal(size=(6, 8))
+    encoder_v = np.random.default_rng(11).normal(size=(6, 8))  # values other than the keys: v must be read, not k
     encoders = np.random.default_rng(10).normal(size=(2, 7, 8))  # two encoder sequences, padded to 7 tokens
+    encoders_v = np.random.default_rng(12).normal(size=(2, 7, 8))
     blind = causal_mask(5)
     blind[2] = False  # query 2 may see no key at all
     return [
@@ -71,12 +75,18 @@ def _cases() -> list[Case]:
             init_params(8, 2, seed=9),
             causal_mask(6) & padding_mask([6, 4], 6),
         ),
-        Case("cross-attention: 4 queries, 6 keys and values", decoder, encoder, encoder, init_params(8, 2, seed=6)),
+        Case(
+            "cross-attention: 4 queries, 6 keys and 6 values (v other numbers than k)",
+            decoder,
+            encoder,
+            encoder_v,
+            init_params(8, 2, seed=6),
+        ),
         Case(
             "cross-attention in a batch of 2: 6 queries, 7 padded keys, mask (2, 1, 1, 7)",
             decoders,
             encoders,
-            encoders,
+            encoders_v,
             init_params(8, 4, seed=10),
             padding_mask([7, 3], 7),
         ),
@@ -92,6 +102,76 @@ MASK_AFTER = (
     "the mask is applied after the softmax, so a row's allowed weights no longer sum to 1: set the masked scores to "
     "-inf before the softmax."
 )
+BIG_NEGATIVE = (
+    "the masked scores became a large negative number such as -1e9, not -inf. That works while a query sees some key, "
+    "but a query whose keys are all masked gets equal scores, and the softmax spreads its weight evenly over keys it "
+    "may not see. Use -inf with mha.softmax (a row that is all -inf gets zero weights), or zero such rows afterwards."
+)
+BIG_NEGATIVE_ADDED = (
+    "the mask is added as a bias, scores + np.where(mask, 0, -1e9). That works while a query sees some key, but a "
+    "query whose keys are all masked has all its scores lowered alike, so it keeps the softmax of its unmasked scores "
+    "and attends to keys it may not see. Set masked scores to -inf with mha.softmax (a row that is all -inf gets "
+    "zero weights), or zero such rows afterwards."
+)
+TRANSPOSE = (
+    "K.T reverses every axis, so a stack of heads (h, n, d_k) becomes (d_k, n, h) and the product fails (or, for some "
+    "shapes, pairs the wrong axes). Transpose only the last two axes: K.swapaxes(-1, -2)."
+)
+TRANSPOSE_OR_NONE = (
+    "the keys are not transposed right: use K.swapaxes(-1, -2) (K.T reverses every axis; no transpose at all gives "
+    "the same error)."
+)
+NO_TRANSPOSE = "the keys are not transposed: the scores are Q @ K.swapaxes(-1, -2), one query row against each key."
+FIXED_AXES = (
+    "a transpose with fixed axes, such as K.transpose(0, 2, 1), fails on a batch, whose arrays have one axis more: "
+    "count from the end, K.swapaxes(-1, -2)."
+)
+
+
+def _masked(scores: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
+    """The scores with the mask applied one way: "-inf" (right), "flipped", "zero", "-1e9" or "+-1e9" (mistakes)."""
+    allowed = ~mask if mode == "flipped" else mask
+    if mode == "zero":
+        return scores * allowed
+    if mode == "+-1e9":  # the mask as an additive bias (Hugging Face's style, PyTorch's float attn_mask)
+        return scores + np.where(mask, 0.0, -1e9)
+    return np.where(allowed, scores, -1e9 if mode == "-1e9" else -np.inf)
+
+
+def plain_softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The textbook softmax, exp(x - max) / sum: NaN for a row that is all -inf, uniform for one all -1e9."""
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _error(product: Callable[[], object]) -> str | None:
+    """The message of the ValueError numpy raises for product(), or None when it works."""
+    try:
+        with np.errstate(all="ignore"):
+            product()
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def transpose_error(Q: np.ndarray, K: np.ndarray) -> str | None:
+    """The error message numpy gives for Q @ K.T (the all-axes transpose), or None when that product works."""
+    return _error(lambda: Q @ K.T)
+
+
+def transpose_hint(Q: np.ndarray, K: np.ndarray, message: str) -> str | None:
+    """Which wrong transpose of the keys gives numpy's error message on these heads (..., n, d_k), or None.
+
+    Q @ K.T and Q @ K (no transpose) often give the same message; a fixed-axes transpose on a batch gives its own.
+    """
+    with_t, without = transpose_error(Q, K), _error(lambda: Q @ K)
+    if message == with_t:
+        return TRANSPOSE_OR_NONE if with_t == without else TRANSPOSE
+    if message == without:
+        return NO_TRANSPOSE
+    if message == "axes don't match array":
+        return FIXED_AXES
+    return None
 
 
 def _variant(
@@ -104,11 +184,12 @@ def _variant(
     merge_transpose: bool = True,
     w_o: bool = True,
     kv_from_q: bool = False,
+    v_from_k: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """multi-head attention on case with one deliberate change; the defaults give the correct result."""
     p = case.params
     h, d_k = p.h, p.d_k
-    k, v = (case.q, case.q) if kv_from_q else (case.k, case.v)
+    k, v = (case.q, case.q) if kv_from_q else (case.k, case.k if v_from_k else case.v)
 
     def split(x: np.ndarray) -> np.ndarray:  # (..., n, d_model) -> (..., h, n, d_k)
         if split_transpose:
@@ -119,9 +200,8 @@ def _variant(
     divisor = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(p.d_model), "none": 1.0}[scale]
     scores = Q @ K.swapaxes(-1, -2) / divisor  # (..., h, n_q, n_kv)
     if case.mask is not None and mask_mode not in ("ignored", "after"):
-        allowed = ~case.mask if mask_mode == "flipped" else case.mask
-        scores = scores * allowed if mask_mode == "zero" else np.where(allowed, scores, -np.inf)
-    weights = softmax(scores, axis=axis)
+        scores = _masked(scores, case.mask, mask_mode)
+    weights = (plain_softmax if mask_mode in ("-1e9", "+-1e9") else softmax)(scores, axis=axis)
     if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
         weights = np.where(case.mask, weights, 0.0)
     heads = weights @ V  # (..., h, n_q, d_k)
@@ -142,6 +222,8 @@ MISTAKES: dict[str, tuple[dict, str]] = {
     "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
     "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
     "mask after softmax": ({"mask_mode": "after"}, MASK_AFTER),
+    "mask with -1e9": ({"mask_mode": "-1e9"}, BIG_NEGATIVE),
+    "mask added as -1e9": ({"mask_mode": "+-1e9"}, BIG_NEGATIVE_ADDED),
     "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
     "reshape only": (
         {"split_transpose": False},
@@ -157,6 +239,7 @@ MISTAKES: dict[str, tuple[dict, str]] = {
     ),
     "no W^O": ({"w_o": False}, "the concatenated heads are returned without the output projection W^O."),
     "keys from q": ({"kv_from_q": True}, "keys and values must come from k and v, not from q."),
+    "values from k": ({"v_from_k": True}, "values must come from v, not from k."),
 }
 
 
@@ -200,7 +283,9 @@ def check_case(fn: Callable, case: Case) -> str | None:
     """None when fn agrees with the library on case, else a sentence saying how it does not."""
     want = multi_head_attention(case.q, case.k, case.v, case.params, case.mask)
     args = (case.q, case.k, case.v, case.params, case.mask)
-    return _compare(fn, args, want, lambda got: diagnose(case, got), masked=case.mask is not None)
+    p = case.params
+    Q, K = split_heads(case.q @ p.w_q, p.h), split_heads(case.k @ p.w_k, p.h)  # (..., h, n, d_k)
+    return _compare(fn, args, want, lambda got: diagnose(case, got), case.mask is not None, (Q, K))
 
 
 def check_capstone(fn: object) -> Feedback:
@@ -256,9 +341,8 @@ def _head_variant(case: HeadCase, *, scale: bool = True, mask_mode: str = "-inf"
     """One head's attention on case with one deliberate change; the defaults give the correct result."""
     scores = case.q @ case.k.swapaxes(-1, -2) / (math.sqrt(case.q.shape[-1]) if scale else 1.0)
     if case.mask is not None and mask_mode not in ("ignored", "after"):
-        allowed = ~case.mask if mask_mode == "flipped" else case.mask
-        scores = scores * allowed if mask_mode == "zero" else np.where(allowed, scores, -np.inf)
-    weights = softmax(scores, axis=axis)
+        scores = _masked(scores, case.mask, mask_mode)
+    weights = (plain_softmax if mask_mode in ("-1e9", "+-1e9") else softmax)(scores, axis=axis)
     if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
         weights = np.where(case.mask, weights, 0.0)
     return weights @ case.v, weights
@@ -270,19 +354,30 @@ HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
     "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
     "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
     "mask after softmax": ({"mask_mode": "after"}, MASK_AFTER),
+    "mask with -1e9": ({"mask_mode": "-1e9"}, BIG_NEGATIVE),
+    "mask added as -1e9": ({"mask_mode": "+-1e9"}, BIG_NEGATIVE_ADDED),
     "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
 }
 
 
 def _compare(
-    fn: Callable, args: tuple, want: tuple, diagnose_fn: Callable[[tuple], str | None], masked: bool = True
+    fn: Callable,
+    args: tuple,
+    want: tuple,
+    diagnose_fn: Callable[[tuple], str | None],
+    masked: bool = True,
+    heads: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> str | None:
-    """None when fn(*args) returns a pair equal to want, else a sentence saying how it differs."""
+    """None when fn(*args) returns a pair equal to want, else a sentence saying how it differs.
+
+    heads: this case's (Q, K) heads, to recognise numpy's error for a wrong transpose of K (see transpose_hint).
+    """
     try:
         with np.errstate(all="ignore"):  # a NaN is reported as a difference, not printed as a warning
             result = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-        return f"it raised {type(exc).__name__}: {exc}"
+        hint = transpose_hint(*heads, str(exc)) if heads is not None and isinstance(exc, ValueError) else None
+        return f"it raised {type(exc).__name__}: {exc}." + (f" Likely: {hint}" if hint else "")
     got = _as_pair(result)
     if isinstance(got, str):
         return got
@@ -312,7 +407,8 @@ def check_attention(fn: object) -> Feedback:
                         return explanation
             return None
 
-        problem = _compare(fn, (case.q, case.k, case.v, case.mask), want, diagnose_head)
+        heads = (case.q, case.k)
+        problem = _compare(fn, (case.q, case.k, case.v, case.mask), want, diagnose_head, True, heads)
         if problem is not None:
             return wrong(f"case {i} of {len(HEAD_CASES)}, {case.name}: {problem}")
     return right(
@@ -321,7 +417,7 @@ def check_attention(fn: object) -> Feedback:
     )
 
 
-# --- stage 2: split and merge the heads --------------------------------------------------------------------
+# --- stage 2's helpers: split and merge the heads ----------------------------------------------------------
 
 SPLIT_CASES = (
     ("one sequence: (5, 8) into h = 2 heads", np.arange(40.0).reshape(5, 8), 2),
@@ -330,7 +426,7 @@ SPLIT_CASES = (
 
 
 def check_split_merge(split: object, merge: object) -> Feedback:
-    """Stage 2: split(x, h) must equal mha.split_heads(x, h) and merge(split(x, h)) must give x back, on SPLIT_CASES."""
+    """Stage 2's helpers alone: split(x, h) equals mha.split_heads(x, h), merge undoes it, on SPLIT_CASES."""
     if split is None or merge is None:
         return wrong(
             "Replace None with your two functions, e.g. my_split and my_merge (the names, without calling them)."
