@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from traitlets import TraitError
 
 from mha_lesson.widgets import Explorer
+from mha_lesson.widgets.connections import MAX_LEN
 
 MIME = "application/vnd.mha-lesson.explorer+json"
 MAX_FRAMES = 200  # per explorer: the page stays small and the build stays minutes, not hours
@@ -36,7 +37,8 @@ MAX_BYTES = 8 * 2**20  # per explorer, its PNG frames together
 # Combinations a lesson's text tells the learner to try, by explorer class (values by control name).
 EXTRA_STATES: dict[str, list[dict[str, Any]]] = {
     "OneHeadExplorer": [{"alpha": 0.5, "h": 2}],
-    "CrossAttentionExplorer": [{"mode": "cross-attention", "causal": True}],
+    # "Switch to self-attention, where section 1's causal mask applies": the mask at every length.
+    "CrossAttentionExplorer": [{"mode": "self-attention", "causal": True, "n_q": n} for n in range(1, MAX_LEN + 1)],
 }
 
 

@@ -148,8 +148,12 @@
         }
         msg.hidden = false;
         msg.textContent = "\u26a0 " + (f.message || "");
+        if (img) img.hidden = true; // as in Jupyter: the message replaces the picture and the text describing it
       }
-      root.querySelectorAll(".mha-readout").forEach((el, k) => (el.innerHTML = f.readouts[k] || ""));
+      root.querySelectorAll(".mha-readout").forEach((el, k) => {
+        el.innerHTML = f.readouts[k] || "";
+        el.hidden = !f.src;
+      });
       note.textContent = moved.length
         ? "Recorded state shown: " + moved.join(", ") + ". Every combination runs live in Jupyter (make lab)."
         : "";
