@@ -67,9 +67,9 @@ class Move:
     problems: list[str]
 
 
-def block_network(context: Any) -> list[str]:
-    """Refuse every request that is not for a file; return the list the refused URLs are added to."""
-    refused: list[str] = []
+def block_network(page: Any, refused: list[str]) -> None:
+    """Refuse every request of this page that is not for a file, adding its URL to refused (a page, not the context:
+    the JupyterLab tests share the context and reach their server)."""
 
     def route(r: Any) -> None:
         if r.request.url.startswith(("file://", "data:")):
@@ -78,8 +78,7 @@ def block_network(context: Any) -> list[str]:
             refused.append(r.request.url)
             r.abort()
 
-    context.route("**/*", route)
-    return refused
+    page.route("**/*", route)
 
 
 def _check(root: Any, manifest: dict, page_name: str, k: int, name: str, value: Any) -> Move:
@@ -99,9 +98,11 @@ def _check(root: Any, manifest: dict, page_name: str, k: int, name: str, value: 
     return Move(page_name, k, name, value, None, problems)
 
 
-def move_everything(context: Any, page_path: Path, manifests: list[dict]) -> list[Move]:
-    """Open the page and move every control of every explorer through every recorded value, by keyboard and mouse."""
+def move_everything(context: Any, page_path: Path, manifests: list[dict], refused: list[str]) -> list[Move]:
+    """Open the page (offline) and move every control of every explorer through every recorded value, by keyboard and
+    mouse."""
     page = context.new_page()
+    block_network(page, refused)
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.add_init_script(LISTEN)
@@ -161,9 +162,10 @@ def latency_line(moves: list[Move]) -> str:
     )
 
 
-def play_runs(context: Any, page_path: Path, manifests: list[dict]) -> list[str]:
-    """Press each recorded run's Train button and wait for its last redraw; return what disagrees with the run."""
+def play_runs(context: Any, page_path: Path, manifests: list[dict], refused: list[str]) -> list[str]:
+    """Press each recorded run's Train button (offline) and wait for its last redraw; return what disagrees."""
     page = context.new_page()
+    block_network(page, refused)
     page.add_init_script(LISTEN)
     page.goto(page_path.as_uri())
     page.wait_for_selector(".mha-site-explorer .mha-controls > *")

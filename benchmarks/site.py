@@ -31,12 +31,12 @@ def main(argv: list[str]) -> None:
     if reason:
         parser.exit(1, f"python -m benchmarks site: {reason}\n")
     moves = []
+    refused: list[str] = []
     with _lab.chromium() as context:
-        refused = _site.block_network(context)
         for page in sorted(args.site.glob("*.html")):
             manifests = [json.loads(m.replace("<\\/", "</")) for m in STATES.findall(page.read_text(encoding="utf-8"))]
             if manifests:
-                page_moves = _site.move_everything(context, page, manifests)
+                page_moves = _site.move_everything(context, page, manifests, refused)
                 print(f"{page.name:<50} {_site.latency_line(page_moves)}", flush=True)
                 moves += page_moves
     problems = sum(len(m.problems) for m in moves)

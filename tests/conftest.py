@@ -53,3 +53,19 @@ def minilm():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI must have the model package: {err}")
         pytest.skip(str(err))
+
+
+@pytest.fixture(scope="session")
+def browser_context():
+    """One headless Chromium context for every browser test of the session: Playwright's sync API allows one
+    instance at a time in a thread, so the JupyterLab, Notebook 7 and static-site tests share it. Skips without
+    Chromium or Playwright; fails instead under CI=true."""
+    from benchmarks import _lab
+
+    reason = _lab.browser_unavailable()
+    if reason:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"browser tests must run under CI=true, but {reason}", pytrace=False)
+        pytest.skip(reason)
+    with _lab.chromium() as context:
+        yield context

@@ -51,15 +51,13 @@ class Lab:
 
 
 @pytest.fixture(scope="session")
-def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    """Start the server and browser once; stop both (and every kernel) at the end, whatever happened."""
-    reason = _lab.browser_unavailable()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests must run under CI=true, but {reason}", pytrace=False)
-        pytest.skip(reason)
-    with _lab.lab_server(NOTEBOOKS, tmp_path_factory.mktemp("jupyterlab")) as server, _lab.chromium() as context:
-        lab = Lab(server, context)
+def lab(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, browser_context: object
+) -> Iterator[Lab]:
+    """Start the server once (the browser is the session's, tests/conftest.py); stop it and every kernel at the
+    end, whatever happened."""
+    with _lab.lab_server(NOTEBOOKS, tmp_path_factory.mktemp("jupyterlab")) as server:
+        lab = Lab(server, browser_context)
         yield lab
     visits = [v for v in lab.visits.values() if isinstance(v, _lab.Visit)]
     rows, other_rows = _lab.latency_rows(visits), _lab.latency_rows(visits, sliders=False)

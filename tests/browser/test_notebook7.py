@@ -33,18 +33,16 @@ def page_error(visit: _lab.Visit):
 
 
 @pytest.fixture(scope="module")
-def nb7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[_lab.LabServer, object]]:
-    """A Notebook 7 server on a copy of the lessons and a Chromium context; both stopped at the end."""
-    reason = _lab.browser_unavailable()
-    if not reason and importlib.util.find_spec("notebook") is None:
+def nb7(tmp_path_factory: pytest.TempPathFactory, browser_context: object) -> Iterator[tuple[_lab.LabServer, object]]:
+    """A Notebook 7 server on a copy of the lessons, stopped at the end, and the session's Chromium context."""
+    if importlib.util.find_spec("notebook") is None:
         reason = "the notebook package (Notebook 7) is not installed (pip install -e '.[test]')"
-    if reason:
         if os.environ.get("CI") == "true":
             pytest.fail(f"browser tests must run under CI=true, but {reason}", pytrace=False)
         pytest.skip(reason)
     workdir = tmp_path_factory.mktemp("notebook7")
-    with _lab.lab_server(NOTEBOOKS, workdir, client="notebook") as server, _lab.chromium() as context:
-        yield server, context
+    with _lab.lab_server(NOTEBOOKS, workdir, client="notebook") as server:
+        yield server, browser_context
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

@@ -4,32 +4,25 @@ through each recorded value shows that state's frame, its readouts, and controls
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from benchmarks import _lab, _site
+from benchmarks import _site
 
 pytestmark = [pytest.mark.browser, pytest.mark.notebook]
 
 
 @pytest.fixture(scope="module")
-def browser():
-    reason = _lab.browser_unavailable()
-    if reason:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser tests must run under CI=true, but {reason}", pytrace=False)
-        pytest.skip(reason)
-    with _lab.chromium() as context:
-        yield context
+def browser(browser_context):
+    """The session's Chromium context (tests/conftest.py); each page here refuses every request but for files."""
+    return browser_context
 
 
 def test_every_control_replays_its_recorded_states_offline(site, browser, request):
-    refused = _site.block_network(browser)
+    refused: list[str] = []
     by_page: dict = {}
     for page, manifest in site.explorers():
         by_page.setdefault(page, []).append(manifest)
-    moves = [m for page, manifests in by_page.items() for m in _site.move_everything(browser, page, manifests)]
+    moves = [m for page, ms in by_page.items() for m in _site.move_everything(browser, page, ms, refused)]
     assert not refused, refused[:5]
     problems = [f"{m.page} explorer {m.explorer} {m.control}={m.value!r}: {p}" for m in moves for p in m.problems]
     assert not problems, problems[:10]
@@ -45,5 +38,7 @@ def test_train_plays_the_recorded_run_to_its_last_redraw(site, browser):
         by_page.setdefault(page, []).append(manifest)
     runs = [m for ms in by_page.values() for m in ms if m.get("run")]
     assert runs, "the reduced build should hold an explorer that trains (lesson 13)"
-    problems = [p for page, manifests in by_page.items() for p in _site.play_runs(browser, page, manifests)]
+    refused: list[str] = []
+    problems = [p for page, ms in by_page.items() for p in _site.play_runs(browser, page, ms, refused)]
+    assert not refused, refused[:5]
     assert not problems, problems
