@@ -92,12 +92,30 @@ def replay_html(manifest: dict, folder: str, number: int) -> tuple[str, dict[str
     return markup, files
 
 
-LESSON_LINK = re.compile(r"\[([^\]]*)\]\((\d\d_\w+)\.ipynb(#[^)]*)?\)")
+LESSON_LINK = re.compile(r"\[([^\]]*)\]\((\d\d_\w+)\.ipynb(?:#([^)\s]*))?\)")
+HTML_LESSON_LINK = re.compile(r"<a\b([^>]*?)\bhref=([\"'])(\d\d_\w+)\.ipynb(?:#([^\"']*))?\2([^>]*)>(.*?)</a>", re.S)
 
 
-def unlink_absent(source: str, built: set[str]) -> str:
-    """Markdown with links to lessons left out of this build reduced to their text (a reduced build's pages)."""
-    return LESSON_LINK.sub(lambda m: m.group(0) if m.group(2) in built else m.group(1), source)
+def site_links(text: str, built: set[str]) -> str:
+    """Links to other lessons as the site has them: each an HTML link to the lesson's `.html` page (MyST resolves a
+    Markdown `.ipynb` link in a paragraph but leaves one in a table as it is), with MyST's lower-case slug as its
+    anchor (Jupyter keeps a heading's case, as in #Glossary); a link to a lesson outside this build (a reduced one)
+    is reduced to its text. tests/site checks every link and anchor of the built pages."""
+
+    def markdown(m: re.Match) -> str:
+        text, stem, frag = m.group(1), m.group(2), m.group(3)
+        if stem not in built:
+            return text
+        # Raw HTML: MyST would read a relative `.html` link as a reference to look up (the text stays Markdown).
+        return f'<a href="{stem}.html{"#" + frag.lower() if frag else ""}">{text}</a>'
+
+    def raw(m: re.Match) -> str:
+        before, quote, stem, frag, after, text = m.groups()
+        if stem not in built:
+            return text
+        return f"<a{before}href={quote}{stem}.html{'#' + frag.lower() if frag else ''}{quote}{after}>{text}</a>"
+
+    return HTML_LESSON_LINK.sub(raw, LESSON_LINK.sub(markdown, text))
 
 
 def staticise(nb: nbformat.NotebookNode, stem: str, built: set[str]) -> tuple[dict[str, bytes], list[dict]]:
@@ -109,7 +127,7 @@ def staticise(nb: nbformat.NotebookNode, stem: str, built: set[str]) -> tuple[di
     files, rows = {}, []
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = unlink_absent(cell.source, built)
+            cell.source = site_links(cell.source, built)
         if cell.cell_type != "code":
             continue
         for out in cell.get("outputs", []):
@@ -129,6 +147,9 @@ def staticise(nb: nbformat.NotebookNode, stem: str, built: set[str]) -> tuple[di
                     }
                 )
             data.pop(WIDGET_VIEW, None)
+            for mime in ("text/html", "text/markdown"):  # a Markdown(...) output's links too (the concept map's table)
+                if mime in data:
+                    data[mime] = site_links("".join(data[mime]), built)
             text = "".join(data.get("text/plain", ""))
             if "image/png" in data and text.startswith(FIGURE_TEXT):
                 name = f"figures/{stem}-{len(files)}.png"

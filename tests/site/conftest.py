@@ -1,7 +1,8 @@
 """One reduced build of the static site (two lessons), shared by the site tests; `make site` builds them all.
 
-SITE_LESSONS picks the lessons (default "01 07 13": an explorer with a slider and toggle buttons, one with toggle
-buttons, two sliders and a check box, and one that trains, whose recorded run the page's Train button plays).
+SITE_LESSONS picks the lessons (default "00 01 07 13 21": the start page's links, an explorer with a slider and toggle
+buttons, one with toggle buttons, two sliders and a check box, one that trains, whose recorded run the page's Train
+button plays, and the review's glossary, which lesson 1's terms link to).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from website.build import build
 
-LESSONS = os.environ.get("SITE_LESSONS", "01 07 13").split()
+LESSONS = os.environ.get("SITE_LESSONS", "00 01 07 13 21").split()
 STATES = re.compile(r'<script type="application/json" class="mha-states">(.*?)</script>', re.DOTALL)
 
 

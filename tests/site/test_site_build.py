@@ -32,7 +32,7 @@ def test_every_chosen_lesson_has_a_page_and_the_home_lists_it_with_its_minutes(s
 
 def test_each_explorer_keeps_within_its_budget_and_the_build_prints_it(site):
     explorers = site.explorers()
-    assert len(explorers) >= len(site.lessons)
+    assert {page.stem[:2] for page, _ in explorers} == {"01", "07", "13"} & set(site.lessons)
     for page, manifest in explorers:
         files = [site.out / f["src"] for f in manifest["frames"] if "src" in f]
         assert 1 < len(manifest["frames"]) <= MAX_FRAMES, (page.name, manifest["explorer"])
@@ -60,6 +60,13 @@ def test_every_frame_equals_the_live_explorer_in_that_state(site, monkeypatch):
 def _targets(page: Path) -> list[str]:
     text = page.read_text(encoding="utf-8")
     return [html.unescape(h) for h in re.findall(r'<a [^>]*href="([^"]+)"', text)]
+
+
+def test_glossary_links_reach_their_terms(site):
+    lesson = site.out / "01_one_head_is_not_enough.html"
+    terms = re.findall(r'href="21_review.html#([^"]+)"', lesson.read_text(encoding="utf-8"))
+    review = (site.out / "21_review.html").read_text(encoding="utf-8")
+    assert len(terms) >= 3 and all(f'id="{term}"' in review for term in terms), terms
 
 
 def test_every_internal_link_and_anchor_resolves(site):
