@@ -8,7 +8,7 @@ state afterwards, so the rest of the lesson sees it as it was.
 Which states: the full cross product of the controls' values where it fits the frame budget; otherwise each
 control along its whole range with the others at their starting values. A slider with more values than its
 share of the budget is sampled evenly, its ends and starting value kept; the page's slider then steps through
-the recorded values only. `EXTRA_STATES` adds, per explorer class, the combinations a lesson's text asks for. A
+the recorded values only. `_extra_states` adds, per explorer class, the combinations a lesson's text asks for. A
 text field becomes a choice of the sentences the lesson itself uses (`text_presets`). An explorer that trains
 (Train and Stop buttons) also has a training run recorded from its starting state: every redraw of the real run,
 thinned evenly, which the page's Train button plays in order.
@@ -34,12 +34,27 @@ MIME = "application/vnd.mha-lesson.explorer+json"
 MAX_FRAMES = 200  # per explorer: the page stays small and the build stays minutes, not hours
 MAX_BYTES = 8 * 2**20  # per explorer, its PNG frames together
 
-# Combinations a lesson's text tells the learner to try, by explorer class (values by control name).
-EXTRA_STATES: dict[str, list[dict[str, Any]]] = {
-    "OneHeadExplorer": [{"alpha": 0.5, "h": 2}],
-    # "Switch to self-attention, where section 1's causal mask applies": the mask at every length.
-    "CrossAttentionExplorer": [{"mode": "self-attention", "causal": True, "n_q": n} for n in range(1, MAX_LEN + 1)],
-}
+
+# Combinations a lesson's text tells the learner to try, by explorer class (values by control name); every other
+# suggestion in the lessons moves one control, which the one-control-at-a-time plan records anyway.
+def _extra_states() -> dict[str, list[dict[str, Any]]]:
+    from mha_lesson.widgets import circuits, projections, scale
+
+    return {
+        # lesson 1: "slide alpha to 0.5" with two heads
+        "OneHeadExplorer": [{"alpha": 0.5, "h": 2}],
+        # lesson 3: "tick same W for every head; move h"
+        "ProjectionExplorer": [{"shared": True, "h": h} for h in projections.HEADS],
+        # lesson 4: "on random inputs, raise n ...; switch to the log colour scale"
+        "AttentionMapExplorer": [{"source": "random", "n": n} for n in (4, 16, 64, 256)]
+        + [{"source": "random", "scale": "panel"}],
+        # lesson 7: "switch to self-attention, where section 1's causal mask applies", at every length
+        "CrossAttentionExplorer": [{"mode": "self-attention", "causal": True, "n_q": n} for n in range(1, MAX_LEN + 1)],
+        # lesson 14: "move the step slider ...; switch to the one-layer model to compare"
+        "CheckpointExplorer": [{"model": "one layer", "step": s} for s in range(0, circuits.STEPS + 1, circuits.EVERY)],
+        # lesson 17: "the largest n with the smallest block"
+        "TiledMemoryExplorer": [{"n": max(scale.NS), "block": min(scale.BLOCKS)}],
+    }
 
 
 # Text fields become a choice of the texts the lesson itself uses, by explorer class and control name.
@@ -128,7 +143,7 @@ def plan(explorer: Explorer, budget: int = MAX_FRAMES) -> list[dict[str, Any]]:
         if kind(c, presets.get(name)) and not c.disabled
     }
     movable = {name: vals for name, vals in movable.items() if len(vals) > 1}
-    extras = [{**start, **s} for s in EXTRA_STATES.get(type(explorer).__name__, []) if set(s) <= set(start)]
+    extras = [{**start, **s} for s in _extra_states().get(type(explorer).__name__, []) if set(s) <= set(start)]
     if math.prod(len(v) for v in movable.values()) <= budget - len(extras):
         names = list(movable)
         states = [{**start, **dict(zip(names, combo, strict=True))} for combo in itertools.product(*movable.values())]
