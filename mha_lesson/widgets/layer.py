@@ -12,7 +12,7 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from ..plots.layer import FIGSIZE, draw_layer, layer_shapes, set_shapes, title
-from ._base import Explorer, divisors
+from ._base import Explorer, check_start, divisors
 
 D_MODELS = (8, 12, 16, 24, 32, 64, 512)  # small widths whose every number fits a box; 512 is the paper's
 LENGTHS = tuple(range(1, 13))
@@ -22,6 +22,10 @@ class LayerExplorer(Explorer):
     """Sliders d_model, h, n -> the layer's diagram with every array's shape printed for those sizes."""
 
     def __init__(self, d_model: int = 16, h: int = 4, n: int = 6) -> None:
+        # Each starting value one its control offers: a ValueError naming the argument, not ipywidgets' TraitError.
+        check_start("d_model", d_model, D_MODELS)
+        check_start("h", h, divisors(d_model, 16))
+        check_start("n", n, LENGTHS)
         controls = {
             "d_model": widgets.SelectionSlider(options=D_MODELS, value=d_model, description="d_model"),
             "h": widgets.SelectionSlider(options=divisors(d_model, 16), value=h, description="h (heads)"),
