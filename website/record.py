@@ -244,6 +244,7 @@ def record(explorer: Explorer) -> dict[str, Any]:
     that replay them."""
     start = explorer.values()
     presets = text_presets(explorer)
+    budget = MAX_BYTES * 3 // 4 if hasattr(explorer, "train_button") else MAX_BYTES  # a quarter for its run
     frames, seen, total = [], set(), 0
     for state in plan(explorer):
         now = explorer.values()
@@ -256,7 +257,7 @@ def record(explorer: Explorer) -> dict[str, Any]:
         if key in seen:  # a control that corrects another (h kept a divisor of d_model) reached a known state
             continue
         total += len(frame.get("png", "")) * 3 // 4
-        if frames and total > MAX_BYTES * 3 // 4:  # a quarter stays for a training run
+        if frames and total > budget:
             break
         seen.add(key)
         frames.append(frame)
