@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from pathlib import Path
 
 from benchmarks import _lab, _site
 from website.build import ROOT, build
-
-STATES = re.compile(r'<script type="application/json" class="mha-states">(.*?)</script>', re.DOTALL)
+from website.build import STATES_SCRIPT as STATES
 
 
 def main(argv: list[str]) -> None:

@@ -55,6 +55,10 @@ def execute(path: Path, timeout: int) -> nbformat.NotebookNode:
     return nb
 
 
+# How a page carries an explorer's recorded states (replay_html writes it; the tests and `benchmarks site` read it).
+STATES_SCRIPT = re.compile(r'<script type="application/json" class="mha-states">(.*?)</script>', re.DOTALL)
+
+
 def replay_html(manifest: dict, folder: str, number: int) -> tuple[str, dict[str, bytes]]:
     """The explorer's page markup (controls drawn by explorer.js, first frame as a plain image) and its frame files."""
     files: dict[str, bytes] = {}

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
 import pytest
 
+from website.build import STATES_SCRIPT as STATES
 from website.build import build
 
 LESSONS = os.environ.get("SITE_LESSONS", "00 01 07 13 21").split()
-STATES = re.compile(r'<script type="application/json" class="mha-states">(.*?)</script>', re.DOTALL)
 
 
 class Site:
