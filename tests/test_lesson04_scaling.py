@@ -189,7 +189,7 @@ def test_titles_and_the_variance_panel_state_d_k_against_1():
     raw, scaled = e.data["raw"], e.data["scaled"]
     assert e.hist["raw_title"].get_text().endswith("closed form: Var = d_k = 256")
     assert e.hist["scaled_title"].get_text().endswith("closed form: Var = 1")
-    assert f"Var(q·k) = {raw.var():.2f} (closed form: d_k = 256)" in e.text.value  # the measured ones
+    assert f"Var(q·k) = {raw.var():.2f} over the {raw.size:,} scores drawn (closed form: d_k = 256)" in e.text.value
     assert f"Var(q·k / √d_k) = {scaled.var():.2f} (closed form: 1)" in e.text.value
     c = e.data["curves"]
     np.testing.assert_allclose(e.var["var_raw"].get_ydata(), c["var_raw"])
@@ -259,3 +259,24 @@ def test_the_notebook_saturation_figure_labels_both_panels_outside_the_data():
         box = legend.get_window_extent(renderer)
         assert not ax.bbox.overlaps(box)
         assert ax.title.get_window_extent(renderer).y0 >= box.y1 - 1  # the title stays clear of it
+
+
+def test_the_readout_explains_a_small_d_ks_variance_and_keeps_three_lines():
+    e = scaling_explorer()
+    e.set(d_k=1)
+    raw = e.data["raw"]  # (64, 32): at d_k = 1 the outer product of 64 query numbers and 32 key numbers
+    rng = np.random.default_rng(0)  # scaling_stats' draw, recomputed
+    q, k = rng.standard_normal((64, D_KS[-1]))[:, 0], rng.standard_normal((32, D_KS[-1]))[:, 0]
+    assert raw.var() == pytest.approx(np.mean(q**2) * np.mean(k**2) - (q.mean() * k.mean()) ** 2)
+    assert raw.var() < 0.6  # far from the closed form 1 by chance (these 32 keys' components are small)
+    pairs = np.einsum("sd,sd->s", *np.random.default_rng(0).standard_normal((2, 2000, 1)))  # independent pairs
+    assert abs(pairs.var(ddof=1) - 1) < 0.2
+    assert "2,000 independent pairs give Var(q·k) = " in e.text.value and "share 64 + 32 random vectors" in e.text.value
+    lines = set()
+    for d_k in D_KS:
+        for n in (2, 256):
+            e.set(d_k=d_k, n=n)
+            parts = e.text.value.split("<br>")
+            lines.add(len(parts))
+            assert max(len(p) for p in parts) <= 150  # none wraps at the explorer's width
+    assert lines == {3} and e.text.layout.min_height

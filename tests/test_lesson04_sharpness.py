@@ -79,18 +79,35 @@ def test_bad_gain_raises_naming_it(gain):
         sharpened(gain)
 
 
-def test_the_explorer_moves_the_maps_titles_and_dots_but_not_the_curves():
+def test_the_explorer_starts_at_the_toy_as_built_and_moves_the_maps_titles_and_dots_but_not_the_curves():
     e = sharpness_explorer()
-    assert e.error is None and e.controls["gain"].value == 0.3
-    first, curves = e.image.value, [line.get_ydata().copy() for line in e.figure.axes[4].get_lines()[1:5]]
-    e.controls["gain"].value = 1.0
-    assert e.image.value != first
+    assert e.error is None and e.controls["gain"].value == 1.0  # g = 1: the toy as built, as the text says
     np.testing.assert_allclose(e.images[0].get_array(), toy.toy_weights()[0], atol=1e-12)
-    assert e.titles[2].get_text() == f"head 2\nfirst token\nentropy {sharpened(1.0)['entropy'][2]:.2f} nats"
-    np.testing.assert_allclose(e.dots.get_offsets()[:, 1], sharpened(1.0)["entropy"])
+    first, curves = e.image.value, [line.get_ydata().copy() for line in e.figure.axes[4].get_lines()[1:5]]
+    e.controls["gain"].value = 0.5
+    assert e.image.value != first
+    scores = toy_scaled_scores()[0]
+    expected = np.exp(0.5 * scores) / np.exp(0.5 * scores).sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(e.images[0].get_array(), expected, atol=1e-12)
+    assert e.titles[2].get_text() == f"head 2\nfirst token\nentropy {sharpened(0.5)['entropy'][2]:.2f} nats"
+    np.testing.assert_allclose(e.dots.get_offsets()[:, 1], sharpened(0.5)["entropy"])
     for line, before in zip(e.figure.axes[4].get_lines()[1:5], curves, strict=True):
         np.testing.assert_array_equal(line.get_ydata(), before)
-    assert "g = 1.00" in e.text.value and "head 3 (broad): 2.40 nats" in e.text.value
+    assert "g = 0.50" in e.text.value and "head 3 (broad): 2.40 nats" in e.text.value
+
+
+def test_the_legend_clears_the_steep_part_of_the_curves_and_the_dots_show_whole_at_the_ends():
+    e = sharpness_explorer()
+    ax = e.figure.axes[4]
+    e.figure.draw_without_rendering()
+    box = ax.get_legend().get_window_extent().transformed(ax.transData.inverted())  # in (g, nats)
+    for line in ax.get_lines()[1:5]:  # the four heads' curves
+        g, y = line.get_data()
+        steep = (g >= 0.1) & (g <= 0.9)
+        inside = (g[steep] >= box.x0) & (g[steep] <= box.x1) & (y[steep] >= box.y0) & (y[steep] <= box.y1)
+        assert not inside.any()
+    assert box.x0 > 0.9  # the dots of g 0.4-0.6 are left of it
+    assert ax.get_xlim()[0] < 0 and ax.get_xlim()[1] > 2.0 and not e.dots.get_clip_on()
 
 
 def test_blitted_moves_show_the_same_picture_as_a_full_redraw():

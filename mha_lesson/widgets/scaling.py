@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -12,7 +13,7 @@ from matplotlib.lines import Line2D
 
 from .._checks import check_positive_int
 from ..attention import softmax
-from ..demos.scaling import row_stats
+from ..demos.scaling import row_stats, score_variance
 from ..plots.scaling import (
     RAW,
     SCALED,
@@ -30,15 +31,22 @@ from ._base import Explorer, check_start, pin_axis_labels, settle_layout
 D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
 MAX_N = 256
 QUERIES = 64  # rows averaged for the entropy and max-weight curves
+PAIRS = 2000  # independent (q, k) pairs: the readout's check of Var(q·k) = d_k
+
+
+@functools.cache
+def independent_variance(seed: int) -> dict[str, np.ndarray]:
+    """score_variance over PAIRS independent pairs for every d_k of D_KS (measured, stderr: arrays over D_KS)."""
+    return score_variance(D_KS, samples=PAIRS, seed=seed)
 
 
 def scaling_stats(d_k: int = 64, n: int = 32, seed: int = 0, queries: int = QUERIES) -> dict[str, Any]:
     """Everything the explorer draws for `queries` random queries against n random keys (N(0, 1) components).
 
-    Keys: raw (queries, n) = q.k and scaled = raw / sqrt(d_k) at this d_k; row_raw, row_scaled (n,) the
-    weights of query 0 over the keys without and with scaling; variance (measured Var of raw); curves: for every d_k in
-    D_KS, mean entropy and max weight of the rows and the variance of the scores, unscaled and scaled (arrays over
-    D_KS: entropy_raw, entropy_scaled, max_raw, max_scaled, var_raw, var_scaled).
+    Keys: d_k, n, seed as given; raw (queries, n) = q.k and scaled = raw / sqrt(d_k) at this d_k; row_raw,
+    row_scaled (n,) the weights of query 0 over the keys without and with scaling; variance (measured Var of raw);
+    curves: for every d_k in D_KS, mean entropy and max weight of the rows and the variance of the scores, unscaled
+    and scaled (arrays over D_KS: entropy_raw, entropy_scaled, max_raw, max_scaled, var_raw, var_scaled).
     The first d_k columns of one (queries, 1024) draw are used for every d_k, so curves move smoothly.
     """
     if d_k not in D_KS:
@@ -63,6 +71,7 @@ def scaling_stats(d_k: int = 64, n: int = 32, seed: int = 0, queries: int = QUER
     return {
         "d_k": d_k,
         "n": n,
+        "seed": seed,
         "raw": raw,
         "scaled": scaled,
         "row_raw": softmax(raw[0]),
@@ -90,7 +99,9 @@ class ScalingExplorer(Explorer):
             "n": widgets.IntSlider(value=n, min=2, max=MAX_N, description="n (keys)", continuous_update=False),
             "seed": widgets.IntSlider(value=seed, min=0, max=20, description="seed", continuous_update=False),
         }
-        self.text = widgets.HTML()
+        # Three short lines, each broken by hand (none wraps at the explorer's width) and a height for three: no move
+        # makes the page jump (the text used to wrap onto a third line from d_k = 128 on).
+        self.text = widgets.HTML(layout=widgets.Layout(min_height="4.5em"))
         self.settled = False
         super().__init__(controls, figsize=(12, 6.2), dpi=72)
         self.add_readout(self.text)
@@ -152,14 +163,23 @@ class ScalingExplorer(Explorer):
 
     @staticmethod
     def summary(data: dict[str, Any]) -> str:
-        """One HTML line: the measured variances against their closed forms, and the rows' entropy and max weight."""
+        """Two HTML lines: the measured variances against their closed forms, and the rows' entropy and max weight.
+
+        The shown scores are queries × n products of only queries + n random vectors: at small d_k their variance
+        strays from d_k by chance (at d_k = 1 it is mean(q²)·mean(k²) - (mean q · mean k)²), so the line adds the
+        variance over PAIRS independent pairs, the estimate the closed form is about.
+        """
         i = D_KS.index(data["d_k"])
-        c = data["curves"]
+        c, d = data["curves"], data["d_k"]
+        pairs = independent_variance(data["seed"])
         return (
-            f"d_k = {data['d_k']}: measured over {data['raw'].size} random scores, Var(q·k) = {data['variance']:.2f} "
-            f"(closed form: d_k = {data['d_k']}), Var(q·k / √d_k) = {c['var_scaled'][i]:.2f} (closed form: 1). "
+            f"d_k = {d}: Var(q·k) = {data['variance']:.2f} over the {data['raw'].size:,} scores drawn (closed form: "
+            f"d_k = {d}); Var(q·k / √d_k) = {c['var_scaled'][i]:.2f} (closed form: 1).<br>"
+            f"Those scores share {data['raw'].shape[0]} + {data['n']} random vectors, so at small d_k chance moves "
+            f"them; {PAIRS:,} independent pairs give Var(q·k) = {pairs['measured'][i]:.2f} ± "
+            f"{pairs['stderr'][i]:.2f}.<br>"
             f"Rows of {data['n']} keys, unscaled: entropy {c['entropy_raw'][i]:.2f} nats, max weight "
-            f"{c['max_raw'][i]:.2f}; scaled by 1/√d_k: entropy {c['entropy_scaled'][i]:.2f} nats, max weight "
+            f"{c['max_raw'][i]:.2f}; scaled: entropy {c['entropy_scaled'][i]:.2f} nats, max weight "
             f"{c['max_scaled'][i]:.2f} (uniform: ln n = {math.log(data['n']):.2f} nats, 1/n = {1 / data['n']:.3g})."
         )
 

@@ -85,7 +85,7 @@ class SharpnessExplorer(Explorer):
     """Slider gain g -> the four toy heads' maps softmax(g · scaled scores), and each head's mean row entropy
     against g (the curves are fixed; a cursor and one dot per head mark the current g)."""
 
-    def __init__(self, gain: float = 0.3) -> None:
+    def __init__(self, gain: float = 1.0) -> None:
         if not 0 <= check_number("gain", gain) <= MAX_GAIN:
             raise ValueError(f"gain: expected a number from 0 to {MAX_GAIN}, got {gain!r}")
         controls = {
@@ -106,7 +106,8 @@ class SharpnessExplorer(Explorer):
 
     def setup(self, fig: Figure) -> None:
         """Four heatmaps (queries on rows, token labels) and one panel of entropy against g."""
-        grid = fig.add_gridspec(1, 5, width_ratios=[1, 1, 1, 1, 1.9])
+        # column 4 is a spacer: the colour bar's label and the entropy panel's y-label must not touch
+        grid = fig.add_gridspec(1, 6, width_ratios=[1, 1, 1, 1, 0.12, 1.9])
         n = len(TOKENS)
         blank = np.full((n, n), 1 / n)
         self.images = []
@@ -119,19 +120,22 @@ class SharpnessExplorer(Explorer):
                 ax.tick_params(labelleft=False)
                 ax.set_ylabel("")
             self.images.append(im)
-        ax = fig.add_subplot(grid[0, 4])
+        ax = fig.add_subplot(grid[0, 5])
         uniform = math.log(n)
-        ax.axhline(uniform, color="k", ls=":", lw=1.2, zorder=4, label=f"uniform row: ln {n} = {uniform:.2f}")
+        ax.axhline(uniform, color="k", ls=":", lw=1.2, zorder=4, label=f"uniform: ln {n}")
         for i, curve in enumerate(entropy_curves()):
-            ax.plot(CURVE_GAINS, curve, color=COLOURS[i], lw=1.8, label=f"head {i}: {HEAD_NAMES[i]}")
+            ax.plot(CURVE_GAINS, curve, color=COLOURS[i], lw=1.8, label=f"head {i}")  # named in its map's title
         self.cursor = ax.axvline(0.0, color="k", lw=1)
-        self.dots = ax.scatter(np.zeros(len(HEAD_NAMES)), np.zeros(len(HEAD_NAMES)), c=COLOURS, s=30, zorder=3)
-        ax.set_xlim(0, MAX_GAIN)
+        self.dots = ax.scatter(
+            np.zeros(len(HEAD_NAMES)), np.zeros(len(HEAD_NAMES)), c=COLOURS, s=30, zorder=3, clip_on=False
+        )
+        ax.set_xlim(-0.03, MAX_GAIN + 0.05)  # a margin: the dots at g = 0 and g = 2 are whole
         ax.set_ylim(-0.05, uniform + 0.35)
         ax.set_xlabel("gain g (g = 1: the toy as built)")
         ax.set_ylabel("mean row entropy (nats)")
-        ax.set_title("each head's mean row entropy against g", fontsize="medium")
-        ax.legend(loc="center right", bbox_to_anchor=(1, 0.6), fontsize=9, frameon=True, framealpha=0.9)
+        ax.set_title("mean row entropy against g", fontsize="medium")
+        # short labels, upper right under the uniform line: clear of the steep part (g < 0.9) and the flat tails
+        ax.legend(loc="upper right", bbox_to_anchor=(1, 0.84), fontsize=9, frameon=True, framealpha=0.9)
         fig.colorbar(self.images[-1], ax=fig.axes[:4], label="weight (row sums to 1)", shrink=0.8, pad=0.02)
         self.titles = [im.axes.title for im in self.images]
         self.animate(*self.images, *self.titles, self.cursor, self.dots)
@@ -165,6 +169,6 @@ class SharpnessExplorer(Explorer):
         )
 
 
-def sharpness_explorer(gain: float = 0.3) -> SharpnessExplorer:
+def sharpness_explorer(gain: float = 1.0) -> SharpnessExplorer:
     """The gain explorer of lesson 4 (gain sets the starting value)."""
     return SharpnessExplorer(gain)
