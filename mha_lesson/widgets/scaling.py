@@ -163,7 +163,7 @@ class ScalingExplorer(Explorer):
 
     @staticmethod
     def summary(data: dict[str, Any]) -> str:
-        """Two HTML lines: the measured variances against their closed forms, and the rows' entropy and max weight.
+        """Three HTML lines: measured variances against closed forms, an independent check, entropy and max weight.
 
         The shown scores are queries × n products of only queries + n random vectors: at small d_k their variance
         strays from d_k by chance (at d_k = 1 it is mean(q²)·mean(k²) - (mean q · mean k)²), so the line adds the
