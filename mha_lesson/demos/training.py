@@ -26,6 +26,39 @@ from ..attention import causal_mask
 from ..heads import merge_heads
 from ..projections import MHAParams, init_params
 
+# --- 0. the primer's loop ---------------------------------------------------------------------------------------
+
+CRAWL = 0.4  # a 25-step stretch that gains less than this (nats) is on the plateau
+LEARNED = 0.3  # below this loss (nats, both read-outs) the task is learned
+
+
+@dataclasses.dataclass(frozen=True)
+class Plateau:
+    """Where a printed loss curve crawls and where it has fallen: steps read off its checkpoints."""
+
+    start: int  # first checkpoint of the crawl
+    end: int  # last checkpoint of the crawl, where the fall begins
+    learned: int  # first checkpoint with a loss under LEARNED
+
+
+def find_plateau(losses: dict[int, float], every: int = 25) -> Plateau:
+    """The last crawl (checkpoints `every` steps apart, each gaining < CRAWL) before the loss drops under LEARNED."""
+    marks = sorted(s for s in losses if s % every == 0)
+    learned = next((s for s in marks if losses[s] < LEARNED), None)
+    if learned is None:
+        lowest = min(losses.values())
+        raise ValueError(f"losses: expected a checkpoint under {LEARNED} nats, got a lowest of {lowest:.2f}")
+    slow = [s for s in marks if s + every in losses and losses[s] - losses[s + every] < CRAWL]
+    end = max((s + every for s in slow if s + every < learned), default=None)
+    if end is None:
+        raise ValueError(f"losses: expected a crawl (a gain under {CRAWL} in {every} steps) before step {learned}")
+    start = end - every
+    # Why walk back: the plateau is the run of slow stretches just before the fall, not every slow one.
+    while start - every in slow:
+        start -= every
+    return Plateau(start, end, learned)
+
+
 # --- 1. the backward pass, step by step -------------------------------------------------------------------------
 
 
