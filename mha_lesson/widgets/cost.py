@@ -114,7 +114,6 @@ class CostExplorer(Explorer):
     """
 
     backgrounds_kept = 8  # one per set of axis ranges: moving back and forth stays a blit
-    warm_controls = ("h", "n")
 
     def __init__(self, d_model: int = 512, h: int = 8, n: int = 128) -> None:
         check_start("d_model", d_model, D_MODELS)
@@ -126,17 +125,25 @@ class CostExplorer(Explorer):
             "n": widgets.SelectionSlider(options=LENGTHS, value=n, description="n (tokens)"),
         }
         self.text = widgets.HTML()
-        super().__init__(controls, figsize=(11, 6.6), dpi=72)
+        # 584 x 648 CSS pixels: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so its 9-point
+        # text shows at 10 CSS pixels there too; the three sweeps take two rows to stay that narrow.
+        super().__init__(controls, figsize=(7.3, 8.1), dpi=80)
         self.keep_heads_valid()
         self.add_readout(self.text)
-        # The first render laid the axes out; keeping that layout saves re-solving it on every move.
+        # The first render laid the axes out; keeping that layout saves re-solving it on every move. The picture is
+        # painted again at that layout, and only then are the neighbours' backgrounds painted ahead (warm): painted
+        # under the layout engine, each would have moved the axes a fraction of a pixel from the first picture's.
         self.figure.set_layout_engine("none")
+        self.warm_controls = ("h", "n")
+        self.invalidate_background()
+        self.refresh()
+        self.warm()
 
     def setup(self, fig: Figure) -> None:
-        """Four panels on fixed ranges: bars by part on top, then total FLOPs, parameters and memory against h."""
-        grid = fig.add_gridspec(2, 3)
+        """Four panels: bars by part on top, FLOPs against h below, then parameters and memory against h."""
+        grid = fig.add_gridspec(3, 2, height_ratios=(1.15, 1, 1))
         self.ax_bars = fig.add_subplot(grid[0, :])
-        axes = [fig.add_subplot(grid[1, i]) for i in range(3)]
+        axes = [fig.add_subplot(grid[1, :]), fig.add_subplot(grid[2, 0]), fig.add_subplot(grid[2, 1])]
         start = cost_table()
         self.ranges = axis_ranges(start)
         self.bars = flops_bars(self.ax_bars, start["flops"], self.ranges[0])
@@ -168,7 +175,7 @@ class CostExplorer(Explorer):
         handles, labels = self.ax_bars.get_legend_handles_labels()
         handles.append(Line2D([], [], color="k", linestyle=":"))
         labels.append("current h")
-        fig.legend(handles, labels, loc="outside upper center", ncols=4, fontsize=9)
+        fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=9)
         # Only these change on a move; everything else (axes, ticks, legends) is painted once and reused.
         self.animate(*(rect for bars in self.bars.values() for rect in bars.patches))
         self.animate(*(artist for _, lines, marker in self.sweeps for artist in (*lines.values(), marker)))
