@@ -78,8 +78,8 @@ TERMS: tuple[Term, ...] = (
       "the scale of its input and of its gradients (Glorot & Bengio 2010).", "03_projections"),
     T("grouped-query attention", "GQA: several query heads share one key/value head, which shrinks the KV cache "
       "by the group size. With one key/value head it is multi-query attention (MQA).", "17_attention_at_scale"),
-    T("head", "One attention computation with its own W_i^Q, W_i^K and W_i^V, of width d_k. Multi-head attention "
-      "runs h of them side by side and mixes their outputs with W^O.", "01_one_head_is_not_enough"),
+    T("head", "One attention computation with its own $W_i^Q$, $W_i^K$ and $W_i^V$, of width d_k. Multi-head "
+      "attention runs h of them side by side and mixes their outputs with $W^O$.", "01_one_head_is_not_enough"),
     T("held-out", "Data kept out of training and used only to measure, so a score says how a model does on "
       "examples it has not seen.", "13_training_heads"),
     T("induction head", "A head that finds an earlier occurrence of the current token and copies the token that "
@@ -102,11 +102,11 @@ TERMS: tuple[Term, ...] = (
       "13_training_heads"),
     T("normal equations", "The linear system XᵀX w = Xᵀy whose solution w is the least-squares fit of y by X.",
       "01_one_head_is_not_enough", ("least-squares",)),
-    T("ov circuit", "W_i^V W_i^O, the d_model × d_model matrix that says what head i writes for the token it "
+    T("ov circuit", "$W_i^V W_i^O$, the d_model × d_model matrix that says what head i writes for the token it "
       "attends to.", "14_circuits_and_induction_heads"),
     T("padding mask", "A mask that hides the padding tokens added to make sequences of a batch the same length. "
       "`mha.padding_mask(lengths, n)`.", "07_causal_mask"),
-    T("qk circuit", "W_i^Q W_i^Kᵀ, the d_model × d_model matrix whose bilinear form gives head i's scores.",
+    T("qk circuit", "$W_i^Q W_i^{K\\top}$, the d_model × d_model matrix whose bilinear form gives head i's scores.",
       "14_circuits_and_induction_heads"),
     T("query, key and value", "Three projections of each token: the query says what a token looks for, the key "
       "what it offers to be found by, the value what it passes on when found.", "03_projections",
@@ -196,8 +196,8 @@ TERMS: tuple[Term, ...] = (
     T("backpropagation", "Computing every weight's gradient backwards through the layers with the chain rule, from "
       "the loss to the first layer. A saturated softmax passes almost none back to its scores.",
       "04_scaled_dot_product_attention"),
-    T("multi-query attention", "Attention whose heads each keep their own W^Q but share one W^K and one W^V, so a "
-      "model keeps one set of keys and values in memory while it generates text (MQA).", "03_projections"),
+    T("multi-query attention", "Attention whose heads each keep their own $W^Q$ but share one $W^K$ and one $W^V$, "
+      "so a model keeps one set of keys and values in memory while it generates text (MQA).", "03_projections"),
 )  # fmt: skip
 
 

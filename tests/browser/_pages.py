@@ -12,7 +12,8 @@ ON_SCREEN_JS = r"""
   const scroller = w.content.node.querySelector('.jp-WindowedPanel-outer') || w.content.node;
   const view = scroller.getBoundingClientRect(), box = heading.getBoundingClientRect();
   return {found: true, text: heading.textContent.replace('¶', '').trim(),
-          onScreen: box.top >= view.top && box.bottom <= view.bottom && box.height > 0,
+          // 1 px of slack: scrollIntoView puts the heading's top at the scroller's top, give or take a sub-pixel.
+          onScreen: box.top >= view.top - 1 && box.bottom <= view.bottom + 1 && box.height > 0,
           top: Math.round(box.top - view.top), scrolled: Math.round(scroller.scrollTop)};
 }
 """

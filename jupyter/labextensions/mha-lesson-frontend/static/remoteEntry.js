@@ -7,6 +7,8 @@
 // - Reopened lessons: a saved widget output whose kernel is gone shows "Error displaying widget: model not found".
 //   The explorers save their starting picture next to the widget (image/png); this shows that picture instead,
 //   with one line saying to run the cell.
+// - Links in Notebook 7: it opens the linked notebook in a new tab with window.open and drops the link's
+//   "#fragment"; the fragment of the link just clicked is put back on that URL.
 // - Slider keys: Notebook 7 matches its keyboard shortcuts before the slider sees the key, so ArrowRight on a clicked
 //   slider moved to the next cell. Lumino skips shortcuts for a target marked data-lm-suppress-shortcuts: the
 //   slider's own keys get that mark for the moment of the key press.
@@ -113,6 +115,34 @@
     }, true);
   };
 
+  // Notebook 7 opens a clicked link to another notebook with window.open and a URL without the link's fragment,
+  // so the new tab cannot land. Remember the fragment of the link just clicked (capture phase: before the click
+  // handler) and put it back on the URL if the tab opened in the next few seconds is that file.
+  const REMEMBER_MS = 10000;
+  const keepLinkFragments = () => {
+    let clicked = null;  // {file, hash, until}
+    const fileOf = (url) => decodeURIComponent(new URL(url, window.location.href).pathname.split('/').pop());
+    document.addEventListener('click', (event) => {
+      const a = event.target instanceof Element && event.target.closest('.jp-RenderedMarkdown a[href]');
+      if (!a) return;
+      const url = new URL(a.href, window.location.href);
+      if (url.origin !== window.location.origin || url.hash.length < 2 || url.hash.includes('=')) return;
+      clicked = {file: fileOf(url.href), hash: url.hash, until: Date.now() + REMEMBER_MS};
+    }, true);
+    const open = window.open;
+    window.open = function (url, ...rest) {
+      if (clicked && Date.now() < clicked.until && url) {
+        const target = new URL(String(url), window.location.href);  // a string or a URL object
+        if (!target.hash && fileOf(target.href) === clicked.file) {
+          target.hash = clicked.hash;
+          url = target.href;
+        }
+        clicked = null;
+      }
+      return open.call(this, url, ...rest);
+    };
+  };
+
   const plugin = {
     id: 'mha-lesson-frontend:plugin',
     description: 'Links land on their heading; reopened explorers show their starting picture; slider keys move sliders.',
@@ -120,6 +150,7 @@
     activate: (app) => {
       watchMissingWidgets(app);
       keepSliderKeys();
+      keepLinkFragments();
       // JupyterLab: a clicked link runs this command with the path and the fragment.
       app.commands.commandExecuted.connect((_, args) => {
         if (args.id !== 'rendermime:handle-local-link' || !args.args || !args.args.id) return;
