@@ -51,17 +51,6 @@ def sentence_map(
     return im
 
 
-def query_rows(ax: Axes, rows: Mapping[str, np.ndarray], tokens: Sequence[str], query: str) -> AxesImage:
-    """Several heads' rows for one query, stacked: label -> (n,) weights over the keys, with each weight printed."""
-    weights = np.stack(list(rows.values()))  # (len(rows), n)
-    labels = [f"{query}: {label}" for label in rows]
-    im = attention_heatmap(
-        ax, weights, labels, tokens, title=f"the query '{query}': one row per head", annotate=True, colorbar=False
-    )
-    ax.set_ylabel("query row, in each head")
-    return im
-
-
 def r2_curves(
     ax: Axes,
     alphas: np.ndarray,
