@@ -6,6 +6,7 @@ come from the core module mha_lesson.demos.connections. The explorers only draw 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import ipywidgets as widgets
@@ -84,18 +85,32 @@ def attention_shapes(
 
 
 CAUSAL_IN_CROSS = "causal mask not applied: it orders the positions of one sequence, so it belongs to self-attention"
+READOUT_LINES = 3  # describe_shapes' lines in every state; the readout is that tall, so no move makes the page jump
+
+
+def _math(name: str) -> str:
+    """A shape's name as HTML: W_i^Q -> W<sub>i</sub><sup>Q</sup> (no raw underscores or carets on the page)."""
+    return re.sub(r"\^(\w)", r"<sup>\1</sup>", re.sub(r"_(\w)", r"<sub>\1</sub>", name))
 
 
 def describe_shapes(data: dict[str, Any], note: str = "") -> str:
-    """One HTML line listing the shapes, then the mode's rule (or a warning in its place, same height)."""
-    parts = " &nbsp;·&nbsp; ".join(f"{name}: {shape}" for name, shape in data["shapes"].items())
+    """Three HTML lines, each short enough not to wrap at the explorer's width: the mode and its input sequences,
+    the projections and the results, then the mode's rule (or, in its place, a warning).
+
+    Written as a browser writes HTML back (double quotes, the warning sign itself rather than &#9888;): the site
+    replays a readout through innerHTML and checks that it reads what was recorded.
+    """
+    parts = [f"{_math(name)}: {shape}" for name, shape in data["shapes"].items()]
+    inputs = 1 if data["mode"] == "self-attention" else 2  # one sequence y, or y and x
     if note:
-        rule = f"<span style='color:#b00020'>&#9888; {note}</span>"
+        rule = f'<span style="color:#b00020">\u26a0 {note}</span>'
     elif data["mode"] == "self-attention":
         rule = "one sequence: n_kv = n_q, and the map is square"
     else:
         rule = "one output row per <b>query</b>; keys and values may have any other length"
-    return f"{data['mode']}{' (causal)' if data['causal'] else ''}: {parts}<br>{rule}"
+    dot = " &nbsp;·&nbsp; "
+    head = f"{data['mode']}{' (causal)' if data['causal'] else ''}: {dot.join(parts[:inputs])}"
+    return "<br>".join((head, dot.join(parts[inputs:]), rule))
 
 
 class CrossAttentionExplorer(Explorer):
@@ -123,8 +138,9 @@ class CrossAttentionExplorer(Explorer):
             ),
             "causal": widgets.Checkbox(value=causal, description="causal mask"),
         }
-        # Two lines always (the shapes, then the rule or a warning): the explorer keeps its height.
-        self.text = widgets.HTML(layout=widgets.Layout(min_height="3.2em"))
+        # READOUT_LINES lines in every state (the shapes, then the rule or a warning), and room for them: the
+        # explorer keeps its height (ipywidgets sets an HTML widget's lines 28 px apart).
+        self.text = widgets.HTML(layout=widgets.Layout(min_height=f"{READOUT_LINES * 28}px"))
         super().__init__(controls, figsize=(9, 3.8), dpi=80)
         self.add_readout(self.text)
         # Self-attention has one sequence: n_kv follows n_q there, on a greyed-out slider. The learner's own
