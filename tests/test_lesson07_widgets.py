@@ -90,13 +90,14 @@ def test_the_readout_has_the_same_lines_in_every_state_in_the_form_a_browser_wri
 def test_self_attention_readout_names_one_sequence():
     ex = wc.cross_attention_explorer()
     ex.set(mode="self-attention", n_q=5)
-    head, projections, rule = lines(ex.text.value)
+    head, projections, results, rule = lines(ex.text.value)
     assert head == "self-attention: queries, keys and values y: (5, 16)"
-    assert "x" not in projections.replace("output", "") and "(5, 8)" in projections and "(2, 5, 5)" in projections
+    assert projections == "Qi = y WiQ, Ki = y WiK, Vi = y WiV: (5, 8)"  # every projection of the one sequence y
+    assert results == "weights: (2, 5, 5)  ·  output: (5, 16)"
     assert "any other length" not in rule and "n_kv = n_q" in rule
     ex.set(mode="cross-attention")
-    head, projections, rule = lines(ex.text.value)
-    assert "keys and values x: (6, 16)" in head and "any other length" in rule
+    head, projections, results, rule = lines(ex.text.value)
+    assert "keys and values x: (6, 16)" in head and "Ki = x WiK" in projections and "any other length" in rule
 
 
 def test_cross_attention_explorer_self_mode_and_causal():

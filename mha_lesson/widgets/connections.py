@@ -84,8 +84,8 @@ def attention_shapes(
     }
 
 
-CAUSAL_IN_CROSS = "causal mask not applied: it orders the positions of one sequence, so it belongs to self-attention"
-READOUT_LINES = 3  # describe_shapes' lines in every state; the readout is that tall, so no move makes the page jump
+CAUSAL_IN_CROSS = "causal mask not applied: it orders one sequence's positions (self-attention)"
+READOUT_LINES = 4  # describe_shapes' lines in every state; the readout is that tall, so no move makes the page jump
 
 
 def _math(name: str) -> str:
@@ -94,8 +94,8 @@ def _math(name: str) -> str:
 
 
 def describe_shapes(data: dict[str, Any], note: str = "") -> str:
-    """Three HTML lines, each short enough not to wrap at the explorer's width: the mode and its input sequences,
-    the projections and the results, then the mode's rule (or, in its place, a warning).
+    """Four HTML lines, each short enough not to wrap beside a laptop's file browser (about 560 CSS px): the mode
+    and its input sequences, the projections, the results, then the mode's rule (or, in its place, a warning).
 
     Written as a browser writes HTML back (double quotes, the warning sign itself rather than &#9888;): the site
     replays a readout through innerHTML and checks that it reads what was recorded.
@@ -110,7 +110,7 @@ def describe_shapes(data: dict[str, Any], note: str = "") -> str:
         rule = "one output row per <b>query</b>; keys and values may have any other length"
     dot = " &nbsp;·&nbsp; "
     head = f"{data['mode']}{' (causal)' if data['causal'] else ''}: {dot.join(parts[:inputs])}"
-    return "<br>".join((head, dot.join(parts[inputs:]), rule))
+    return "<br>".join((head, dot.join(parts[inputs:-2]), dot.join(parts[-2:]), rule))
 
 
 class CrossAttentionExplorer(Explorer):
