@@ -157,9 +157,6 @@ LAPTOP_PENDING = {
     "TiledMemoryExplorer",
     "ScalingExplorer",
     "SharpnessExplorer",
-    "LocalGlobalExplorer",
-    "MLAExplorer",
-    "SinkExplorer",
     "TrainingExplorer",
 }
 
