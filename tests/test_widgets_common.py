@@ -152,7 +152,6 @@ LAPTOP_PENDING = {
     "LMTrainingExplorer",
     "OneHeadExplorer",
     "OnlineSoftmaxExplorer",
-    "ProjectionExplorer",
     "GQAExplorer",
     "TiledMemoryExplorer",
     "ScalingExplorer",
