@@ -152,14 +152,10 @@ LAPTOP_PENDING = {
     "LMTrainingExplorer",
     "OneHeadExplorer",
     "OnlineSoftmaxExplorer",
-    "ProjectionExplorer",
     "GQAExplorer",
     "TiledMemoryExplorer",
     "ScalingExplorer",
     "SharpnessExplorer",
-    "LocalGlobalExplorer",
-    "MLAExplorer",
-    "SinkExplorer",
     "TrainingExplorer",
 }
 

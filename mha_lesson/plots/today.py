@@ -21,15 +21,18 @@ def sink_map(ax: Axes, weights: np.ndarray):
 
 
 def sink_bars(ax: Axes, row_sums: np.ndarray, norms: np.ndarray):
-    """Row sums and output norms per query, side by side; returns the two bar containers."""
+    """Row sums and output norms per query, side by side, query 0 on top; returns the two bar containers.
+
+    The legend goes below the figure (outside lower center): at low sink logits every bar is long, and no corner
+    of the axes stays free of them."""
     y = np.arange(len(row_sums))
     sums = ax.barh(y - 0.2, row_sums, height=0.4, label="row sum of weights (share, 0 to 1)")
     out = ax.barh(y + 0.2, norms, height=0.4, label="output norm |w V| (length of a vector)")
     ax.set_yticks(y, QUERY_LABELS)
     ax.invert_yaxis()  # query 0 on top, as in the map
     ax.set_xlim(0, max(2.5, float(norms.max()) * 1.1))
-    ax.set_xlabel("row sum, or output norm (see legend)")
-    ax.legend(loc="lower right")
+    ax.set_xlabel("row sum or output norm")
+    ax.figure.legend(loc="outside lower center", ncols=2)
     return sums, out
 
 
@@ -38,9 +41,9 @@ def mla_cache_plot(ax: Axes, d_cs: np.ndarray, mha_numbers: int) -> None:
     ax.plot(d_cs, d_cs, "o-", label="latent: d_c numbers")
     ax.axhline(mha_numbers, color="k", ls="--", label=f"MHA keys + values: {mha_numbers}")
     ax.set_xlabel("latent width d_c")
-    ax.set_ylabel("numbers cached per token per layer")
+    ax.set_ylabel("numbers cached\nper token and layer")
     ax.set_ylim(0, mha_numbers * 1.1)
-    ax.legend(loc="center right")
+    ax.legend(loc="center left", framealpha=1)  # over the latent line's low start, clear of MHA's line above
 
 
 def mla_quality_plot(ax: Axes, ref: dict[str, np.ndarray]) -> None:
@@ -50,7 +53,7 @@ def mla_quality_plot(ax: Axes, ref: dict[str, np.ndarray]) -> None:
     ax.set_xlabel("latent width d_c")
     ax.set_ylabel("accuracy, or margin ratio")
     ax.set_ylim(0, 1.05)
-    ax.legend(loc="lower right")
+    ax.legend(loc="lower right", framealpha=1)
 
 
 def reach_plot(ax: Axes, reach: np.ndarray, pattern: Sequence[str], n: int):

@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib import patheffects
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
+from matplotlib.ticker import MaxNLocator
 
 from ..embeddings import EXAMPLE_TOKENS, random_token_embeddings
 from ..multihead import multi_head_attention_loop
@@ -131,8 +132,10 @@ class ProjectionExplorer(Explorer):
             ),
         }
         self.text = widgets.HTML()
-        # 880 x 440 CSS pixels: the plane about 300 pixels square, text at 9 points 10 pixels tall.
-        super().__init__(controls, figsize=(11, 5.5), dpi=80)
+        # 588 x 464 CSS pixels: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so its text at
+        # 9 points shows 10 pixels tall there too; the plane still about 300 pixels square, the map beside it with its
+        # colour bar underneath.
+        super().__init__(controls, figsize=(7.35, 5.8), dpi=80)
         self._keep_head_valid()
         self.add_readout(self.text)
 
@@ -148,11 +151,18 @@ class ProjectionExplorer(Explorer):
 
     def setup(self, fig: Figure) -> None:
         """Left: the token plane; right: the head's attention map."""
-        self.ax_plane, self.ax_map = fig.subplots(1, 2, width_ratios=(1, 1.15))
+        self.ax_plane, self.ax_map = fig.subplots(1, 2, width_ratios=(1.95, 1))
         n = len(EXAMPLE_TOKENS)
         self.colours = token_colours(n)
         self.plane = token_plane(self.ax_plane, EXAMPLE_TOKENS, self.colours)
-        self.im = attention_heatmap(self.ax_map, np.zeros((n, n)), EXAMPLE_TOKENS, EXAMPLE_TOKENS, annotate=False)
+        for axis in (self.ax_plane.xaxis, self.ax_plane.yaxis):  # five ticks at most: short labels, room between
+            axis.set_major_locator(MaxNLocator(nbins=4, steps=(1, 2, 2.5, 5, 10)))
+        self.im = attention_heatmap(
+            self.ax_map, np.zeros((n, n)), EXAMPLE_TOKENS, EXAMPLE_TOKENS, annotate=False, colorbar=False
+        )
+        # The colour bar just under the map, where the plane has its tick labels (the map's are on top).
+        bar = self.ax_map.inset_axes((0, -0.08, 1, 0.035))
+        fig.colorbar(self.im, cax=bar, orientation="horizontal", label="weight (row sums to 1)", ticks=(0, 0.5, 1))
         # Each token's row and column of the map are labelled in its colour, the colour of its points in the plane.
         for labels in (self.ax_map.get_yticklabels(), self.ax_map.get_xticklabels()):
             for label, colour in zip(labels, self.colours, strict=True):
@@ -169,7 +179,7 @@ class ProjectionExplorer(Explorer):
         self.plane_info = self.ax_plane.text(
             0.5, 1.02, "", transform=self.ax_plane.transAxes, ha="center", va="bottom", fontsize=9
         )
-        self.ax_map.title.set_fontsize(10)
+        self.ax_map.set_title("head 0 of 4: weights,\nquery “warm” framed", fontsize=10)  # two lines, as drawn
         self.animate(*self.plane.artists(), self.plane_info, self.im, self.row_outline, self.ax_map.title)
         # Lay out once, before the first draw places any label: place_labels works in screen units, so it must
         # see the panels where they stay. The longest axis labels reserve their room.
@@ -198,7 +208,7 @@ class ProjectionExplorer(Explorer):
         self.plane_info.set_text(f"head {i}, d_k = {d_k}: the plane shows {kept}")
         self.im.set_data(data["weights"])
         # set_text, not set_title: set_title would reset the position the first full draw gave the title.
-        self.ax_map.title.set_text(f"head {i} of {data['h']}: attention weights, query “{data['tokens'][q]}” framed")
+        self.ax_map.title.set_text(f"head {i} of {data['h']}: weights,\nquery “{data['tokens'][q]}” framed")
         self.text.value = self.summary(data)
 
     def background_key(self) -> tuple[str, float]:

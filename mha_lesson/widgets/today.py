@@ -36,16 +36,21 @@ class SinkExplorer(Explorer):
                 value=2.0, min=-8.0, max=8.0, step=0.5, description="sink logit", continuous_update=True
             )
         }
-        super().__init__(controls, figsize=(9.5, 3.6))
+        # 585 x 378 CSS pixels: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so its 9-point
+        # text shows at 11 CSS pixels there too. The bars keep the map's rows (query 0 on top in both), the legend
+        # goes below the two panels, where no bar reaches it.
+        super().__init__(controls, figsize=(6.5, 4.2))
 
     def setup(self, fig: Figure) -> None:
         data = sink_view(2.0)
-        self.ax_map, self.ax_bar = fig.subplots(1, 2, width_ratios=(1.2, 1))
+        self.ax_map, self.ax_bar = fig.subplots(1, 2, width_ratios=(1.15, 1))
         self.heat = sink_map(self.ax_map, data["weights"])
         fig.colorbar(self.heat, ax=self.ax_map, label="weight")
         self.sums, self.norms = sink_bars(self.ax_bar, data["row_sums"], data["norms"])
-        self.ax_map.set_title("attention weights (sink column dropped)")
-        self.title = self.ax_bar.set_title(" ")
+        self.ax_bar.set_ylim(self.ax_map.get_ylim())  # row i of the bars beside row i of the map
+        self.ax_bar.tick_params(labelleft=False)  # the map's query labels name both panels' rows
+        self.ax_map.set_title("attention weights\n(sink column dropped)")
+        self.title = self.ax_bar.set_title(" \n ")
         settle_layout(fig)
         self.animate(self.heat, *self.sums, *self.norms, self.title)
 
@@ -59,7 +64,7 @@ class SinkExplorer(Explorer):
         for bar, value in zip(self.norms, data["norms"], strict=True):
             bar.set_width(value)
         none = data["row_sums"][3:].mean()
-        self.title.set_text(f"sink logit s = {data['sink']:g}: 'none' rows sum to {none:.2f}")
+        self.title.set_text(f"sink logit s = {data['sink']:g}:\n'none' rows sum to {none:.2f}")
 
 
 # --- MLA: latent width against cache and retrieval -----------------------------------------------------------
@@ -84,26 +89,31 @@ def mla_view(d_c: int = 128) -> dict[str, Any]:
 
 
 class MLAExplorer(Explorer):
-    """Move d_c: the cache per token (left) against MiniLM's paraphrase retrieval with rank-d_c keys and values."""
+    """Move d_c: the cache per token (top) against MiniLM's paraphrase retrieval with rank-d_c keys and values."""
 
     def __init__(self) -> None:
         d_cs = sorted(int(d) for d in mla_reference()["d_c"])
         controls = {"d_c": widgets.SelectionSlider(options=d_cs, value=128, description="d_c")}
-        super().__init__(controls, figsize=(9.5, 3.6))
+        # 585 x 495 CSS pixels: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so its 9-point
+        # text shows at 11 CSS pixels there too; the two panels share their d_c axis, one above the other.
+        super().__init__(controls, figsize=(6.5, 5.5))
 
     def setup(self, fig: Figure) -> None:
         data = mla_view(128)
         ref = data["ref"]
-        self.ax_cache, self.ax_quality = fig.subplots(1, 2)
+        self.ax_cache, self.ax_quality = fig.subplots(2, 1, sharex=True)
         mla_cache_plot(self.ax_cache, ref["d_c"], MINILM_KV_NUMBERS)
         mla_quality_plot(self.ax_quality, ref)
-        self.ax_cache.set_title("cache per token and layer")
+        self.ax_cache.set_xlabel("")  # the shared d_c axis is labelled once, under the lower panel
+        self.ax_quality.set_title("MiniLM's paraphrase retrieval with rank-d_c keys and values")
         (self.cache_marker,) = self.ax_cache.plot([128], [128], "o", ms=12, mfc="none", mec="C3", mew=2)
         self.line_cache = self.ax_cache.axvline(128, color="C3", lw=1)
         self.line_quality = self.ax_quality.axvline(128, color="C3", lw=1)
-        self.title = self.ax_quality.set_title(" ")
+        self.title = self.ax_cache.set_title(" ")
         settle_layout(fig)
-        self.animate(self.cache_marker, self.line_cache, self.line_quality, self.title)
+        # The legends are drawn after the red lines, over them: a line at any d_c crosses one legend's box or other.
+        legends = (self.ax_cache.get_legend(), self.ax_quality.get_legend())
+        self.animate(self.cache_marker, self.line_cache, self.line_quality, self.title, *legends)
 
     def compute(self, d_c: int) -> dict[str, Any]:
         return mla_view(d_c)
@@ -144,18 +154,23 @@ def local_global_view(local_per_global: int = 5, window: int = 1024) -> dict[str
 
 
 class LocalGlobalExplorer(Explorer):
-    """Move the ratio and window: how far back the last token reaches per layer, and the KV cache at 128K tokens."""
+    """Move the ratio and window: how far back the last token reaches per layer (top), and the KV cache at 128K
+    tokens (bottom)."""
 
     def __init__(self) -> None:
         controls = {
             "local_per_global": widgets.IntSlider(value=5, min=0, max=11, description="local:global"),
             "window": widgets.SelectionSlider(options=WINDOWS, value=1024, description="window"),
         }
-        super().__init__(controls, figsize=(9.5, 3.8))
+        # 585 x 540 CSS pixels: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so its 9-point
+        # text shows at 11 CSS pixels there too; the reach above, the cache sizes below, each in its own subfigure so
+        # that the bars' long labels do not push the reach plot's left edge in with them.
+        super().__init__(controls, figsize=(6.5, 6.0))
 
     def setup(self, fig: Figure) -> None:
         data = local_global_view()
-        self.ax_reach, self.ax_kv = fig.subplots(1, 2, width_ratios=(1.3, 1))
+        top, bottom = fig.subfigures(2, 1, height_ratios=(1.4, 1))
+        self.ax_reach, self.ax_kv = top.subplots(), bottom.subplots()
         self.line = reach_plot(self.ax_reach, data["reach"], data["pattern"], CONTEXT)
         self.ax_reach.set_title(f"{GEMMA3_27B['layers']} layers, {CONTEXT:,} tokens: reach of the last token")
         names = list(data["kv_gib"])
