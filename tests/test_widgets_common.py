@@ -147,7 +147,6 @@ LAPTOP_PENDING = {
     "AttentionMapExplorer",
     "CheckpointExplorer",
     "ComplexityExplorer",
-    "CrossAttentionExplorer",
     "HeadBrowser",
     "LMTrainingExplorer",
     "OneHeadExplorer",
