@@ -149,7 +149,6 @@ LAPTOP_PENDING = {
     "ComplexityExplorer",
     "HeadBrowser",
     "LMTrainingExplorer",
-    "OneHeadExplorer",
     "OnlineSoftmaxExplorer",
     "ProjectionExplorer",
     "GQAExplorer",
