@@ -148,7 +148,6 @@ LAPTOP_PENDING = {
     "CheckpointExplorer",
     "ComplexityExplorer",
     "HeadBrowser",
-    "LMTrainingExplorer",
     "OnlineSoftmaxExplorer",
     "ProjectionExplorer",
     "GQAExplorer",
