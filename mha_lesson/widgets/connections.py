@@ -26,6 +26,8 @@ from ._base import Explorer, check_start, pin_axis_labels, settle_layout
 
 MAX_LEN = 16  # longest sequence the explorer offers: its heatmaps keep readable labels
 MODES = ("cross-attention", "self-attention")
+# 584 x 336 CSS px: as wide as a laptop's output area beside the file browser (588 px), so nothing scales its text.
+FIGSIZE = (7.3, 4.2)
 
 
 def attention_shapes(
@@ -141,7 +143,7 @@ class CrossAttentionExplorer(Explorer):
         # READOUT_LINES lines in every state (the shapes, then the rule or a warning), and room for them: the
         # explorer keeps its height (ipywidgets sets an HTML widget's lines 28 px apart).
         self.text = widgets.HTML(layout=widgets.Layout(min_height=f"{READOUT_LINES * 28}px"))
-        super().__init__(controls, figsize=(9, 3.8), dpi=80)
+        super().__init__(controls, figsize=FIGSIZE, dpi=80)
         self.add_readout(self.text)
         # Self-attention has one sequence: n_kv follows n_q there, on a greyed-out slider. The learner's own
         # n_kv comes back with cross-attention.
@@ -163,7 +165,7 @@ class CrossAttentionExplorer(Explorer):
 
     def setup(self, fig: Figure) -> None:
         """One heatmap per head; its axes show exactly n_q query rows and n_kv key columns."""
-        axes = fig.subplots(1, X_H)
+        axes = fig.subplots(1, X_H, sharey=True)
         self.suptitle = fig.suptitle(self.heading(MODES[0]), fontsize="large")
         labels = [f"y{i}" for i in range(MAX_LEN)]
         # Laid out once for the largest grid; a length change then only moves the axes' limits (ticks beyond
@@ -176,12 +178,16 @@ class CrossAttentionExplorer(Explorer):
                 labels,
                 title=f"head {i}: ({MAX_LEN} × {MAX_LEN}) weights",
                 annotate=False,
-                colorbar=(i == X_H - 1),
+                colorbar=False,
             )
             for i, ax in enumerate(axes)
         ]
-        for im in self.images:
-            im.axes.set_ylabel("query (decoder position)")
+        # Side by side, the heads share their query rows: one y label, and one colour bar for both panels.
+        axes[0].set_ylabel("query (decoder position)")
+        for ax in axes[1:]:
+            ax.set_ylabel("")
+            ax.tick_params(labelleft=False)
+        fig.colorbar(self.images[-1], ax=axes, label="weight (row sums to 1)", shrink=0.8)
         settle_layout(fig)
         pin_axis_labels(*axes)
         self.labelled_mode: str | None = None  # the mode whose key labels the axes now show

@@ -44,6 +44,9 @@ STARTS = (SCRATCH, SHIPPED)
 LINE = "Sweet flower, with flowers thy"
 YLIM = (1.2, 4.6)  # nats: from below the shipped model's loss to above the untrained one (ln 76 = 4.33)
 STATES = ("ready", "training", "stopped", "done")
+# 585 x 693 CSS px at dpi 90: as wide as a laptop's output area beside the file browser (588 px), so nothing scales
+# its text; the loss curves above, the map below, square and big enough for the line's 30 characters on each axis.
+FIGSIZE = (6.5, 7.7)
 
 
 def char_label(c: str) -> str:
@@ -225,7 +228,7 @@ class LMTrainingExplorer(BackgroundTraining, Explorer):
         self.runs: dict[str, Run] = {}
         self.progress = widgets.IntProgress(value=0, min=0, max=steps, layout=widgets.Layout(width="14em"))
         self.text = widgets.HTML()
-        super().__init__(controls, figsize=(10.4, 4.7), dpi=90)
+        super().__init__(controls, figsize=FIGSIZE, dpi=90)
         self.add_readout(widgets.HBox([self.train_button, self.stop_button, self.progress]))
         self.add_readout(self.text)
         self.train_button.on_click(self.on_train)
@@ -322,11 +325,13 @@ class LMTrainingExplorer(BackgroundTraining, Explorer):
         return (self.data["start"], self.data["xmax"]) if self.data else ("", 0)
 
     def setup(self, fig: Figure) -> None:
-        """The loss axes (left) and the attention map with the line's characters on both axes (right)."""
+        """The loss axes (above) and the attention map with the line's characters on both axes (below).
+
+        Placed in inches from the top (no layout engine: the axes never move, and a move measures no label)."""
         shipped, T = self.shipped, len(LINE)
         w, h = fig.get_size_inches()
         fig.set_layout_engine("none")
-        ax = self.ax_loss = fig.add_axes((0.7 / w, 0.6 / h, 4.45 / w, 3.55 / h))
+        ax = self.ax_loss = fig.add_axes((0.7 / w, (h - 2.5) / h, 5.5 / w, 2.15 / h))
         steps = np.arange(1, shipped.steps + 1)
         ax.plot(steps, shipped.history, color="0.6", alpha=0.35, lw=0.6)
         mean = np.convolve(shipped.history, np.ones(SMOOTH) / SMOOTH, mode="valid")
@@ -339,7 +344,7 @@ class LMTrainingExplorer(BackgroundTraining, Explorer):
         ax.set(ylim=YLIM, xlabel="training step", ylabel="loss (nats per character)")
         ax.set_title("training loss (cross-entropy of the next character)")
         ax.legend(loc="upper right", fontsize=8.5)
-        mx = self.ax_map = fig.add_axes((6.05 / w, 0.75 / h, 3.2 / w, 3.25 / h))
+        mx = self.ax_map = fig.add_axes((1.0 / w, 0.6 / h, 3.75 / w, 3.75 / h))
         self.im = mx.imshow(np.zeros((T, T)), vmin=0, vmax=1, cmap="viridis", aspect="auto", interpolation="nearest")
         labels = [char_label(c) for c in LINE]
         mx.set_xticks(range(T), labels, fontsize=8)
@@ -347,8 +352,8 @@ class LMTrainingExplorer(BackgroundTraining, Explorer):
         mx.tick_params(length=2, pad=1)
         mx.set_xlabel("key (attended to)")
         mx.set_ylabel("query (attending)")
-        self.map_title = mx.set_title("layer 0, head 0", pad=16)
-        cax = fig.add_axes((9.65 / w, 0.75 / h, 0.14 / w, 3.25 / h))
+        self.map_title = mx.set_title("layer 0, head 0")
+        cax = fig.add_axes((4.95 / w, 0.6 / h, 0.14 / w, 3.75 / h))
         fig.colorbar(self.im, cax=cax, label="attention weight")
         self.animate(self.raw, self.mean, self.val, self.im, self.map_title)
 

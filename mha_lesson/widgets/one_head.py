@@ -25,6 +25,8 @@ HEADS = (1, 2)
 POINTS = 200  # positions shown in the scatter of fitted against target values
 OUTPUT = 0  # the output coordinate the scatter shows
 BAR_COLOURS = ("tab:green", "tab:orange")  # head 0, head 1: not the colours of h = 1 and h = 2
+# 584 x 520 CSS px: as wide as a laptop's output area beside the file browser (588 px), so nothing scales its text.
+FIGSIZE = (7.3, 6.5)
 
 
 @functools.cache
@@ -107,12 +109,14 @@ class OneHeadExplorer(Explorer):
             "h": widgets.ToggleButtons(options=[("1 head", 1), ("2 heads", 2)], value=h, description="heads"),
         }
         self.text = widgets.HTML()
-        super().__init__(controls, figsize=(11, 3.6), dpi=80)
+        super().__init__(controls, figsize=FIGSIZE, dpi=80)
         self.add_readout(self.text)
 
     def setup(self, fig: Figure) -> None:
-        """Bars of the heads' two weights, both R^2 curves with a marker, and a scatter of fitted against target."""
-        ax_w, ax_r2, ax_fit = fig.subplots(1, 3, width_ratios=(0.8, 1.2, 1))
+        """Bars of the heads' two weights and the scatter of fitted against target on top; below, across the whole
+        width, both R^2 curves with a marker."""
+        panels = fig.subplot_mosaic([["w", "fit"], ["r2", "r2"]], height_ratios=(1.15, 1))
+        ax_w, ax_r2, ax_fit = panels["w"], panels["r2"], panels["fit"]
         grid = _grid()
         # Two bars per head: its weight on key t-1 (alpha, the slider's) and on key t-2. Head 1's stay 0 while h = 1.
         self.bars = [
@@ -124,7 +128,7 @@ class OneHeadExplorer(Explorer):
         ax_w.set_ylim(0, 1.25)
         ax_w.set_yticks(np.linspace(0, 1, 6))
         ax_w.set_ylabel("attention weight")
-        ax_w.set_title("where each head looks (head 0: α on t−1)")
+        ax_w.set_title("where each head looks\n(head 0: α on t−1)")
         # Animated, so that head 1's entry shows only while its bars do (h = 2); no frame, so no empty row shows.
         self.legend = ax_w.legend(loc="upper center", ncol=2, fontsize=9, frameon=False)
         for h in HEADS:
