@@ -156,7 +156,6 @@ LAPTOP_PENDING = {
     "GQAExplorer",
     "TiledMemoryExplorer",
     "ScalingExplorer",
-    "SharpnessExplorer",
     "LocalGlobalExplorer",
     "MLAExplorer",
     "SinkExplorer",
