@@ -146,7 +146,6 @@ LAPTOP_PENDING = {
     "AblationExplorer",
     "AttentionMapExplorer",
     "CheckpointExplorer",
-    "ComplexityExplorer",
     "CrossAttentionExplorer",
     "HeadBrowser",
     "LMTrainingExplorer",
