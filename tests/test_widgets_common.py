@@ -158,7 +158,6 @@ LAPTOP_PENDING = {
     "LocalGlobalExplorer",
     "MLAExplorer",
     "SinkExplorer",
-    "TrainingExplorer",
 }
 
 
