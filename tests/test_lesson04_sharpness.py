@@ -89,7 +89,7 @@ def test_the_explorer_starts_at_the_toy_as_built_and_moves_the_maps_titles_and_d
     scores = toy_scaled_scores()[0]
     expected = np.exp(0.5 * scores) / np.exp(0.5 * scores).sum(axis=-1, keepdims=True)
     np.testing.assert_allclose(e.images[0].get_array(), expected, atol=1e-12)
-    assert e.titles[2].get_text() == f"head 2\nfirst token\nentropy {sharpened(0.5)['entropy'][2]:.2f} nats"
+    assert e.titles[2].get_text() == f"head 2: first token\nentropy {sharpened(0.5)['entropy'][2]:.2f} nats"
     np.testing.assert_allclose(e.dots.get_offsets()[:, 1], sharpened(0.5)["entropy"])
     for line, before in zip(e.figure.axes[4].get_lines()[1:5], curves, strict=True):
         np.testing.assert_array_equal(line.get_ydata(), before)

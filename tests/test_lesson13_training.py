@@ -415,6 +415,63 @@ def test_an_error_in_the_thread_becomes_a_message_not_a_traceback(small, monkeyp
     assert not small.train_button.disabled
 
 
+def _area(a, b):
+    """Overlap of two display boxes in square pixels (0 when they only touch)."""
+    return max(0.0, min(a.x1, b.x1) - max(a.x0, b.x0)) * max(0.0, min(a.y1, b.y1) - max(a.y0, b.y0))
+
+
+@pytest.mark.parametrize("h", wt.HS)
+def test_every_hs_picture_fits_a_laptop_with_square_maps_and_nothing_touching(h):
+    """For each h: 588 CSS px wide, the maps square and inside the figure, and no two of the curves (with their
+    labels), the text above the maps, the maps, their widest titles and the colour bar (with its labels) overlap."""
+    explorer = wt.TrainingExplorer(h=h)
+    fig = explorer.figure
+    assert fig.get_figwidth() * explorer.css_dpi <= 588
+    grid = explorer.grids[h]
+    for i, title in enumerate(grid["titles"]):
+        title.set_text(wt.map_title(i, 1.0, 1.0, h))  # as wide as a title gets
+    renderer = fig.canvas.get_renderer()
+    maps = [im.axes for im in grid["images"]]
+    curves = fig.axes[:2]
+    cbar = fig.axes[-1]
+    (header,) = fig.texts
+    for ax in maps:
+        box = ax.get_window_extent(renderer)
+        assert box.width == pytest.approx(box.height, abs=1), "a map is not square"
+    boxes = {
+        **{f"map {i}": ax.get_window_extent(renderer) for i, ax in enumerate(maps)},
+        **{f"title {i}": t.get_window_extent(renderer) for i, t in enumerate(grid["titles"])},
+        **{f"curves {i}": ax.get_tightbbox(renderer) for i, ax in enumerate(curves)},
+        "colour bar": cbar.get_tightbbox(renderer),
+        "text above the maps": header.get_window_extent(renderer),
+    }
+    names = list(boxes)
+    for k, a in enumerate(names):
+        b = boxes[a]
+        assert fig.bbox.x0 <= b.x0 and b.x1 <= fig.bbox.x1 and fig.bbox.y0 <= b.y0 and b.y1 <= fig.bbox.y1, a
+        for other in names[k + 1 :]:
+            assert _area(b, boxes[other]) == 0, f"{a} overlaps {other}"
+    # the bottom-left map's labels stay in the figure and clear of the map to its right
+    rows, cols = wt.GRID[h]
+    labelled = (rows - 1) * cols
+    tight = maps[labelled].get_tightbbox(renderer)
+    assert tight.x0 >= 0 and tight.y0 >= 0
+    if cols > 1:
+        assert _area(tight, maps[labelled + 1].get_window_extent(renderer)) == 0
+
+
+def test_map_layout_fits_the_area_and_keeps_titles_apart():
+    width = wt.FIGSIZE[0] - wt.MAPS_MARGINS[0] - wt.MAPS_MARGINS[1]
+    height = wt.FIGSIZE[1] - wt.MAPS_MARGINS[2] - wt.MAPS_MARGINS[3]
+    for rows, cols in wt.GRID.values():
+        for title in (0.5, 1.0, 1.4):
+            side, pitch = wt.map_layout(rows, cols, title)
+            assert 0 < side <= wt.MAX_SIDE
+            assert (cols - 1) * pitch + side <= width + 1e-9 and rows * side + (rows - 1) * wt.ROW_GAP <= height + 1e-9
+            assert pitch >= side + wt.COLUMN_GAP and pitch >= title + wt.TITLE_GAP
+    assert wt.map_layout(1, 1, 1.0)[0] == wt.MAX_SIDE  # one map alone: as large as allowed, not the whole area
+
+
 def test_untrained_view_is_the_starting_model_and_checks_its_controls():
     view = wt.untrained_view(4, 3)
     trainer = training.Trainer("two_lookups", h=4, seed=3)

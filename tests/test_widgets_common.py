@@ -146,14 +146,11 @@ LAPTOP_PENDING = {
     "AblationExplorer",
     "AttentionMapExplorer",
     "CheckpointExplorer",
-    "ComplexityExplorer",
     "HeadBrowser",
     "OnlineSoftmaxExplorer",
     "GQAExplorer",
     "TiledMemoryExplorer",
     "ScalingExplorer",
-    "SharpnessExplorer",
-    "TrainingExplorer",
 }
 
 

@@ -59,14 +59,15 @@ def _band(x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
 
 
 class FlopPartsPlot:
-    """Stacked FLOPs per part (log-log) and each part's share (%) against n, on fixed axes.
+    """Stacked FLOPs per part (log-log) above each part's share (%), against the same n axis, on fixed axes.
 
     The axes, ticks, labels and legend never change (the limits are fixed to cover every n and d_model
     the caller will show), so an explorer can render them once and redraw only `self.dynamic` on top.
     """
 
     def __init__(self, fig: Figure, n_range: tuple[int, int], flops_range: tuple[float, float]) -> None:
-        self.ax_abs, self.ax_share = fig.subplots(1, 2)
+        # one above the other on a shared n axis: n* and your n line up, and the figure fits a laptop's output area
+        self.ax_abs, self.ax_share = fig.subplots(2, 1, sharex=True)
         self.floor = flops_range[0]
         x, zero = np.array([1.0, 2.0]), np.zeros(2)
         self.abs_bands = [self.ax_abs.fill_between(x, zero + 1, zero + 1, color=COLOURS[p], lw=0) for p in STACK_ORDER]
@@ -83,12 +84,12 @@ class FlopPartsPlot:
         ]
         (self.half_line,) = self.ax_share.plot(n_range, [50, 50], color="0.3", lw=0.8, ls="--")
         box = {"fc": "white", "alpha": 0.85, "lw": 0, "pad": 1.5}
-        self.cross_text = self.ax_share.text(1, 52, "", fontsize=8, ha="left", va="bottom", bbox=box)
-        self.n_text = self.ax_share.text(1, 3, "", fontsize=8, ha="left", va="bottom", color="#6a1b9a", bbox=box)
+        self.cross_text = self.ax_share.text(1, 52, "", fontsize=9, ha="left", va="bottom", bbox=box)
+        self.n_text = self.ax_share.text(1, 3, "", fontsize=9, ha="left", va="bottom", color="#6a1b9a", bbox=box)
         self.size_text = self.ax_abs.text(0.03, 0.96, "", transform=self.ax_abs.transAxes, va="top", fontsize=9)
-        for ax in (self.ax_abs, self.ax_share):
-            _log2_tokens_axis(ax)
-            ax.set_xlim(*n_range)
+        _log2_tokens_axis(self.ax_share)  # the shared axis: ticks for both, labelled once, below
+        self.ax_share.set_xlim(*n_range)
+        self.ax_abs.tick_params(labelbottom=False)
         self.ax_abs.set_yscale("log")
         self.ax_abs.yaxis.set_minor_locator(NullLocator())  # minor log ticks cost render time and say little
         self.ax_abs.set_ylim(*flops_range)
@@ -97,7 +98,8 @@ class FlopPartsPlot:
             ylabel="share of the FLOPs (%)", ylim=(0, 100), title="each part's share: n² parts pass 50% at n*"
         )
         handles = [*self.share_bands[::-1], self.quad_line, self.lin_line, self.cross_lines[0], self.n_lines[0]]
-        fig.legend(handles=handles, loc="outside right upper", fontsize=8)
+        # below the panels, parts in the first column and lines in the second
+        fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=9)
         self.dynamic = [
             *self.abs_bands, *self.share_bands, self.lin_line, self.quad_line, self.half_line,
             *self.cross_lines, *self.n_lines, self.cross_text, self.n_text, self.size_text,

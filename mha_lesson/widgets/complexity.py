@@ -42,7 +42,7 @@ def complexity_data(n: int, d_model: int, h: int) -> dict[str, object]:
 
 
 class ComplexityExplorer(Explorer):
-    """Sliders n, d_model, h -> stacked FLOP parts against n (log-log) and their shares, crossover marked."""
+    """Sliders n, d_model, h -> stacked FLOP parts against n (log-log) above their shares, crossover marked."""
 
     def __init__(self, n: int = 4096, d_model: int = 512, h: int = 8) -> None:
         check_start("n", n, N_OPTIONS)
@@ -54,7 +54,8 @@ class ComplexityExplorer(Explorer):
             "h": widgets.SelectionSlider(options=divisors(d_model), value=h, description="h"),
         }
         self.readout = widgets.HTML()
-        super().__init__(controls, figsize=(11, 4), dpi=86)  # 946 CSS pixels: the width of a cell
+        # 588 x 560 CSS pixels: as wide as a laptop's output area (style.LAPTOP_OUTPUT_PX), so nothing is scaled down
+        super().__init__(controls, figsize=(7.35, 7.0), dpi=80)
         self.add_readout(self.readout)
         self.keep_heads_valid()
         # The first render laid the axes out; keeping that layout saves re-solving it on every move.

@@ -77,8 +77,8 @@ def sharpened(gain: float = 0.25) -> dict[str, Any]:
 
 
 def head_title(i: int, entropy: float) -> str:
-    """Title of head i's panel: its name and its mean row entropy."""
-    return f"head {i}\n{HEAD_NAMES[i]}\nentropy {entropy:.2f} nats"
+    """Title of head i's panel, on two lines: its name and its mean row entropy."""
+    return f"head {i}: {HEAD_NAMES[i]}\nentropy {entropy:.2f} nats"
 
 
 class SharpnessExplorer(Explorer):
@@ -101,26 +101,30 @@ class SharpnessExplorer(Explorer):
         }
         self.text = widgets.HTML()
         self.settled = False
-        super().__init__(controls, figsize=(11.6, 4.7), dpi=80)
+        # 588 x 640 CSS pixels: as wide as a laptop's output area (style.LAPTOP_OUTPUT_PX), so nothing is scaled down
+        super().__init__(controls, figsize=(7.35, 8.0), dpi=80)
         self.add_readout(self.text)
 
     def setup(self, fig: Figure) -> None:
-        """Four heatmaps (queries on rows, token labels) and one panel of entropy against g."""
-        # column 4 is a spacer: the colour bar's label and the entropy panel's y-label must not touch
-        grid = fig.add_gridspec(1, 6, width_ratios=[1, 1, 1, 1, 0.12, 1.9])
+        """Four heatmaps in two rows of two (queries on rows, token labels), below them entropy against g."""
+        grid = fig.add_gridspec(3, 2, height_ratios=[1, 1, 1.05])
         n = len(TOKENS)
         blank = np.full((n, n), 1 / n)
         self.images = []
         for i in range(len(HEAD_NAMES)):
-            ax = fig.add_subplot(grid[0, i])
+            row, col = divmod(i, 2)
+            ax = fig.add_subplot(grid[row, col])
             im = attention_heatmap(ax, blank, TOKENS, TOKENS, title=head_title(i, 0.0), colorbar=False, annotate=False)
             ax.title.set_fontsize("medium")
             ax.title.set_color(COLOURS[i])
-            if i:  # the same queries in every panel: named once
+            if col:  # the same queries in every row: named once, on the left
                 ax.tick_params(labelleft=False)
                 ax.set_ylabel("")
+            if row:  # the same keys in every column: named once, on top
+                ax.tick_params(labeltop=False)
+                ax.set_xlabel("")
             self.images.append(im)
-        ax = fig.add_subplot(grid[0, 5])
+        ax = fig.add_subplot(grid[2, :])
         uniform = math.log(n)
         ax.axhline(uniform, color="k", ls=":", lw=1.2, zorder=4, label=f"uniform: ln {n}")
         for i, curve in enumerate(entropy_curves()):

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from .._blas import one_blas_thread
 from ..demos.training import offset_masses
 from ..training import TASKS, Trainer
-from ._base import Explorer, check_start, fixed_margins
+from ._base import Explorer, check_start
 from ._threaded import BackgroundTraining
 
 TASK = "two_lookups"
@@ -32,9 +32,32 @@ SEEDS = 10  # seeds 0..SEEDS-1
 STEPS = TASKS[TASK]["steps"]  # 1,500
 REDRAW = 50  # steps between redraws while training
 SMOOTH = 25  # steps in the loss curve's running mean
-GRID = {1: (1, 1), 2: (1, 2), 4: (1, 4), 8: (2, 4), 16: (4, 4)}  # (rows, columns) of head maps
+GRID = {1: (1, 1), 2: (1, 2), 4: (2, 2), 8: (2, 4), 16: (4, 4)}  # (rows, columns) of head maps
+FIGSIZE = (7.35, 7.2)  # inches: 588 x 576 CSS pixels at dpi 80, as wide as a laptop's output area, for every h
 CHANCE_LOSS = 2 * np.log(TASKS[TASK]["vocab"])  # guessing both tokens: 2 ln(vocab) nats
 STATES = ("untrained", "training", "stopped", "trained")
+
+
+# Head maps, in inches: the area they share (left, right, top, bottom margins), the gap between rows (a title) and
+# columns, the space between two columns' titles, and the largest map (h = 1 alone would fill the area).
+MAPS_MARGINS = (0.7, 1.0, 3.45, 0.45)
+ROW_GAP, COLUMN_GAP, TITLE_GAP, MAX_SIDE = 0.25, 0.15, 0.12, 2.6
+
+
+def map_title(i: int, one: float, two: float, h: int) -> str:
+    """Head i's map title: its mean weight on the key 1 back | 2 back ("head" left out where 8 or more share a row)."""
+    return f"head {i}: {one:.2f} | {two:.2f}" if h <= 4 else f"{i}: {one:.2f} | {two:.2f}"
+
+
+def map_layout(rows: int, cols: int, title_width: float) -> tuple[float, float]:
+    """(side, pitch) in inches: the largest square maps in rows x cols that fit the maps' area of FIGSIZE, and the
+    distance between the left edges of two columns, so that neither two maps nor two titles title_width wide meet."""
+    width = FIGSIZE[0] - MAPS_MARGINS[0] - MAPS_MARGINS[1]
+    height = FIGSIZE[1] - MAPS_MARGINS[2] - MAPS_MARGINS[3]
+    side = min(MAX_SIDE, (height - (rows - 1) * ROW_GAP) / rows)
+    if cols > 1:  # (cols - 1) pitches and one map across: pitch = max(side + COLUMN_GAP, title_width + TITLE_GAP)
+        side = min(side, (width - (cols - 1) * COLUMN_GAP) / cols, width - (cols - 1) * (title_width + TITLE_GAP))
+    return side, max(side + COLUMN_GAP, title_width + TITLE_GAP)
 
 
 def snapshot(trainer: Trainer, state: str, checks: list[tuple[int, float]]) -> dict[str, Any]:
@@ -142,7 +165,7 @@ class TrainingExplorer(BackgroundTraining, Explorer):
         self.shown_h: int | None = None
         self.progress = widgets.IntProgress(value=0, min=0, max=STEPS, layout=widgets.Layout(width="14em"))
         self.text = widgets.HTML()
-        super().__init__(controls, figsize=(11, 4), dpi=80)
+        super().__init__(controls, figsize=FIGSIZE, dpi=80)
         self.add_readout(widgets.HBox([self.train_button, self.stop_button, self.progress]))
         self.add_readout(self.text)
         self.train_button.on_click(self.on_train)
@@ -224,49 +247,76 @@ class TrainingExplorer(BackgroundTraining, Explorer):
         for i, (im, title) in enumerate(zip(grid["images"], grid["titles"], strict=True)):
             im.set_data(data["attention"][i])
             one, two = data["masses"][i, 1:3]
-            title.set_text(f"head {i}: {one:.2f} | {two:.2f}" if h <= 4 else f"{i}: {one:.2f} | {two:.2f}")
+            title.set_text(map_title(i, one, two, h))
         self.progress.value = data["step"]
         self.train_button.description = {"stopped": "Resume", "trained": "Train again"}.get(data["state"], "Train")
         self.text.value = describe(data)
 
     def build(self, h: int) -> dict[str, Any]:
-        """A figure for h heads: loss and accuracy on the left, a grid of head maps on the right."""
+        """A figure for h heads, FIGSIZE: loss and accuracy side by side on top, a grid of head maps below."""
         rows, cols = GRID[h]
-        fig = self.new_figure((11, 4.2))
-        fixed_margins(fig, left=0.7, right=0.15, top=0.75, bottom=0.55)
-        outer = fig.add_gridspec(1, 2, width_ratios=(1, 1.55), wspace=0.18)
-        curves = outer[0].subgridspec(2, 1, hspace=0.55)
+        fig = self.new_figure(FIGSIZE)  # no layout engine: every box is placed below, in inches from the edges
+        width, height = FIGSIZE
+
+        def box(left: float, right: float, top: float, bottom: float) -> dict[str, float]:
+            """A gridspec's extent from its margins in inches (as figure fractions)."""
+            return {
+                "left": left / width,
+                "right": 1 - right / width,
+                "top": 1 - top / height,
+                "bottom": bottom / height,
+            }
+
+        curves = fig.add_gridspec(1, 2, wspace=0.42, **box(0.7, 0.3, 0.5, height - 2.3))
         ax_loss, ax_acc = fig.add_subplot(curves[0]), fig.add_subplot(curves[1])
         (raw,) = ax_loss.plot([], [], color="tab:blue", alpha=0.3, lw=0.8)
-        (mean,) = ax_loss.plot([], [], color="tab:blue", lw=2, label=f"running mean of {SMOOTH} steps")
-        ax_loss.axhline(CHANCE_LOSS, color="grey", ls=":", lw=1, label=f"guessing both: {CHANCE_LOSS:.1f}")
-        ax_loss.set(xlim=(0, STEPS), ylim=(1e-4, 20), yscale="log", ylabel="loss (nats)")
-        ax_loss.set_title("training loss", fontsize=10)
-        ax_loss.legend(loc="upper right", fontsize=8.5)
+        (mean,) = ax_loss.plot([], [], color="tab:blue", lw=2)
+        ax_loss.axhline(CHANCE_LOSS, color="grey", ls=":", lw=1)
+        # labelled on the line, at the right end: the curves start at chance on the left and fall below it
+        ax_loss.text(STEPS * 0.98, CHANCE_LOSS * 1.3, f"guessing both: {CHANCE_LOSS:.1f}", ha="right", va="bottom",
+                     color="0.35", fontsize=9)  # fmt: skip
+        ax_loss.set(xlim=(0, STEPS), ylim=(1e-4, 60), yscale="log", xlabel="training step", ylabel="loss (nats)")
+        ax_loss.set_title(f"training loss: each step (pale),\nrunning mean of {SMOOTH} steps", fontsize=10)
         (acc,) = ax_acc.plot([], [], "o-", ms=3, color="tab:green")
         ax_acc.set(xlim=(0, STEPS), ylim=(-0.03, 1.03), xlabel="training step", ylabel="fraction right")
-        ax_acc.set_title("held out: both lookups right", fontsize=10)
-        maps = outer[1].subgridspec(rows, cols, wspace=0.12, hspace=0.45 if rows > 1 else 0.1)
+        ax_acc.set_title(f"held out, every {REDRAW} steps:\nboth lookups right", fontsize=10)
+        for ax in (ax_loss, ax_acc):
+            ax.set_xticks([0, 500, 1000, 1500])
+        probe = fig.text(0, 0, map_title(h - 1, 0.0, 0.0, h), fontsize=9)  # the widest title, measured
+        side, pitch = map_layout(rows, cols, probe.get_window_extent(fig.canvas.get_renderer()).width / fig.dpi)
+        probe.remove()
+        grid_width, grid_height = (cols - 1) * pitch + side, (rows - 1) * (side + ROW_GAP) + side
+        left = MAPS_MARGINS[0] + (width - MAPS_MARGINS[0] - MAPS_MARGINS[1] - grid_width) / 2  # centred
+        right = width - left - grid_width
+        maps = fig.add_gridspec(
+            rows, cols, wspace=(pitch - side) / side, hspace=ROW_GAP / side,
+            **box(left, right, MAPS_MARGINS[2], height - MAPS_MARGINS[2] - grid_height),
+        )  # fmt: skip
         images, titles = [], []
         n = TASKS[TASK]["n"]
         for i in range(h):
             ax = fig.add_subplot(maps[i // cols, i % cols])
             images.append(ax.imshow(np.zeros((n, n)), vmin=0, vmax=1, cmap="viridis", interpolation="nearest"))
-            titles.append(ax.set_title("head 0: 0.00 | 0.00", fontsize=9, pad=2 if rows > 2 else 4))
+            titles.append(ax.set_title(map_title(i, 0.0, 0.0, h), fontsize=9, pad=2 if rows > 2 else 4))
             labelled = i == (rows - 1) * cols  # the bottom-left map: nothing below it for its labels to hit
             ticks = ([0, n - 1] if rows <= 2 else [n - 1]) if labelled else []  # small maps: a 0 would hit the title
             ax.set_xticks(ticks)
             ax.set_yticks(ticks)
-            ax.tick_params(labelsize=8.5, length=2)
+            ax.tick_params(labelsize=9, length=2)
             if labelled:
                 ax.set_xlabel("key", fontsize=9, labelpad=1)
                 ax.set_ylabel("query", fontsize=9, labelpad=1)
-        fig.colorbar(images[0], ax=[im.axes for im in images], shrink=0.8, label="attention weight")
+        # the colour bar beside the maps, from the top row's top to the bottom row's bottom
+        top = 1 - MAPS_MARGINS[2] / height
+        cax = fig.add_axes(
+            ((left + grid_width + 0.2) / width, top - grid_height / height, 0.13 / width, grid_height / height)
+        )
+        fig.colorbar(images[0], cax=cax, label="attention weight")
         fig.text(
-            0.66,
-            0.985,
-            f"h = {h}: each head's attention on held-out sequence 0 (rows = queries, columns = keys)\n"
-            "title: head's mean weight on the key 1 back | 2 back, over all held-out sequences",
+            0.5,
+            1 - 2.85 / height,
+            f"h = {h}: each head's attention on held-out sequence 0 (rows = queries, columns = keys);\n"
+            "title: the head's mean weight on the key 1 back | 2 back, over all held-out sequences",
             ha="center",
             va="top",
             fontsize=9,
