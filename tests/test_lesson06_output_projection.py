@@ -132,6 +132,8 @@ def test_explorer_shows_the_selected_change_and_every_heads_bar():
     colours = [b.get_facecolor() for b in e.bars]
     assert colours[3] != colours[0]  # the switched-off head is highlighted
     assert e.controls["h"].disabled and e.controls["seed"].disabled
+    assert e.controls["h"].value == toy.toy_params().h == e.data["h"]  # the value in use, not a stale one
+    assert e.controls["seed"].layout.visibility == "hidden"  # the toy sentence has no seed
 
 
 def test_explorer_offers_only_existing_heads():
@@ -144,7 +146,19 @@ def test_explorer_offers_only_existing_heads():
     e.controls["h"].value = 2  # head 6 no longer exists: the control falls back to "none"
     assert e.controls["off"].value == NONE and e.error is None and len(e.bars) == 2
     e.controls["source"].value = "toy sentence"
-    assert [v for _, v in e.controls["off"].options] == [NONE, 0, 1, 2, 3]
+    assert [v for _, v in e.controls["off"].options] == [NONE, *range(toy.toy_params().h)]
+
+
+def test_random_input_gives_back_the_learners_h_and_seed_and_their_picture():
+    e = ablation_explorer(source="random", h=8, seed=5, off=6)
+    e.controls["source"].value = "toy sentence"
+    assert (e.controls["h"].value, e.data["h"], len(e.bars)) == (toy.toy_params().h,) * 3
+    assert e.controls["off"].value == NONE  # head 6 does not exist in the toy
+    e.set(off=2)
+    e.controls["source"].value = "random"
+    assert (e.controls["h"].value, e.controls["seed"].value) == (8, 5)
+    assert not e.controls["h"].disabled and e.controls["seed"].layout.visibility is None
+    assert e.image.value == ablation_explorer(source="random", h=8, seed=5, off=2).image.value
 
 
 def test_blitted_moves_show_the_same_picture_as_a_full_redraw():

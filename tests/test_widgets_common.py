@@ -15,7 +15,7 @@ from PIL import Image
 
 from benchmarks.widgets import all_explorers, neighbour
 from mha_lesson.plots import style
-from mha_lesson.widgets._base import encode_png, neighbours
+from mha_lesson.widgets._base import PINNED_CLASS, UNUSED, Explorer, encode_png, neighbours, offers, set_options
 
 EXPLORERS = all_explorers()
 
@@ -194,3 +194,77 @@ def test_the_scaling_explorer_paints_each_d_k_background_once():
     for d_k in (*reversed(D_KS), *D_KS):
         explorer.controls["d_k"].value = d_k
     assert not painted, f"painted again for d_k = {painted}"
+
+
+# --------------------------------------------------------------------------- pinned controls
+class _Pinning(Explorer):
+    """A small explorer: `size` fixes nothing, `mode` "fixed" makes `count` moot (pinned at 3) and `seed` unused."""
+
+    def __init__(self) -> None:
+        controls = {
+            "mode": widgets.ToggleButtons(options=("free", "fixed"), value="free"),
+            "count": widgets.SelectionSlider(options=(1, 2, 3, 5), value=5),
+            "seed": widgets.IntSlider(value=7, min=0, max=9, tooltip="the seed"),
+        }
+        self.drawn: list[dict] = []
+        super().__init__(controls, figsize=(1, 1), dpi=20)
+        self.before_redraw(self.follow_mode, "mode")
+
+    def follow_mode(self, change=None) -> None:
+        if self.controls["mode"].value == "fixed":
+            self.pin("fixed by the mode", count=3, seed=UNUSED)
+        else:
+            self.unpin("count", "seed")
+
+    def setup(self, fig) -> None:
+        fig.subplots()
+
+    def compute(self, **values):
+        return dict(values)
+
+    def draw(self, data) -> None:
+        self.drawn.append(data)
+
+
+def _is_pinned(control) -> bool:
+    return control.disabled and PINNED_CLASS in control._dom_classes
+
+
+def test_a_pinned_control_shows_the_value_in_use_and_unpin_gives_back_the_learners():
+    e = _Pinning()
+    count, seed = e.controls["count"], e.controls["seed"]
+    e.controls["mode"].value = "fixed"
+    assert (count.value, count.layout.visibility) == (3, None) and _is_pinned(count)
+    assert seed.layout.visibility == "hidden" and _is_pinned(seed)  # nothing uses it: hidden, keeping its room
+    assert count.tooltip == seed.tooltip == "fixed by the mode"
+    assert e.drawn[-1] == {"mode": "fixed", "count": 3, "seed": 7} and len(e.drawn) == 2  # one redraw, pinned
+    e.pin(count=3)  # pinned again: the learner's value stays the one from before the first pin
+    assert e.pinned() == {"count": 5, "seed": 7}
+    e.controls["mode"].value = "free"
+    assert (count.value, seed.value) == (5, 7) and not _is_pinned(count) and not _is_pinned(seed)
+    assert seed.layout.visibility is None and seed.tooltip == "the seed" and count.tooltip is None
+    assert e.drawn[-1] == {"mode": "free", "count": 5, "seed": 7} and len(e.drawn) == 3 and not e.pinned()
+
+
+def test_set_on_a_pinned_control_changes_the_value_unpin_gives_back():
+    e = _Pinning()
+    e.set(mode="fixed", count=2)  # after the pin: it stays at the value in use
+    assert e.controls["count"].value == 3 and e.pinned()["count"] == 2
+    e.set(mode="free")
+    assert e.controls["count"].value == 2
+
+
+def test_unpin_keeps_the_current_value_when_the_learners_is_no_longer_offered():
+    e = _Pinning()
+    e.controls["mode"].value = "fixed"
+    with e.hold():
+        set_options(e.controls["count"], (1, 3), 3)  # the learner's 5 is gone
+    e.controls["mode"].value = "free"
+    assert e.controls["count"].value == 3 and not e.controls["count"].disabled
+
+
+def test_offers_reads_options_or_bounds():
+    assert offers(widgets.SelectionSlider(options=(1, 2, 4)), 4)
+    assert not offers(widgets.SelectionSlider(options=(1, 2)), 4)
+    assert offers(widgets.ToggleButtons(options=(("none", -1), ("0", 0))), -1)
+    assert offers(widgets.IntSlider(min=0, max=9), 9) and not offers(widgets.IntSlider(min=0, max=9), 10)

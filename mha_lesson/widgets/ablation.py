@@ -100,7 +100,7 @@ class AblationExplorer(Explorer):
         check_start("off", off, self.off_options(start_h))
         controls = {
             "source": widgets.ToggleButtons(options=SOURCES, value=source, description="input"),
-            "h": widgets.SelectionSlider(options=HEADS, value=h, description="h (random)"),
+            "h": widgets.SelectionSlider(options=HEADS, value=h, description="h"),
             "seed": widgets.IntSlider(value=seed, min=0, max=20, description="seed", continuous_update=False),
             "off": widgets.ToggleButtons(options=self.off_options(start_h), value=off, description="switch off"),
         }
@@ -118,10 +118,14 @@ class AblationExplorer(Explorer):
         return [("none", NONE)] + [(str(i), i) for i in range(h)]
 
     def update_off_options(self, change: dict | None = None) -> None:
-        """Offer only existing heads (a toy head's button tells its role on hover); grey out what the toy fixes."""
+        """Offer only existing heads (a toy head's button tells its role on hover); pin what the toy fixes: h at
+        its 4 heads, seed hidden (the toy has none). Random input gets the learner's h and seed back."""
         toy = self.controls["source"].value == "toy sentence"
-        h = 4 if toy else self.controls["h"].value
-        self.controls["h"].disabled = self.controls["seed"].disabled = toy
+        if toy:
+            self.pin("fixed by the toy sentence", h=toy_params().h, seed=None)
+        else:
+            self.unpin("h", "seed")
+        h = self.controls["h"].value
         off = self.controls["off"]
         if len(off.options) != h + 1:
             current = off.value
