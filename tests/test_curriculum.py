@@ -391,6 +391,7 @@ def test_the_glossary_pointers_the_issue_found_wrong_now_point_where_the_term_is
     ("term", "message"),
     [
         (gl.Term("Residual", "x", "01_one_head_is_not_enough"), "lower-case"),
+        (gl.Term("w^o", "x", "06_output_projection"), "lower-case"),  # a heading with a raw caret
         (gl.Term("x", "x", "99_nowhere"), "existing lesson"),
         (gl.TERMS[0], "twice"),
     ],

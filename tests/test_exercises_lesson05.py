@@ -49,9 +49,47 @@ def test_recover_head_names_the_axis_when_rows_are_sliced():
         return concat[:, i:]
 
     message = ex.check_recover_head(rows).message
-    assert "you sliced rows, which are tokens" in message and "concat[:, start:stop]" in message
+    assert "you sliced rows, which are tokens" in message and "the last axis: concat[..., start:stop]" in message
     message = ex.check_recover_head(too_wide).message
     assert "The last axis holds the features" in message and "sliced rows" not in message
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        lambda c, i, h: c[i * (c.shape[-2] // h) : (i + 1) * (c.shape[-2] // h)],  # h equal runs of tokens
+        lambda c, i, h: np.array_split(c, h)[i],  # axis 0 unless told
+        lambda c, i, h: np.array_split(c, h, axis=-2)[i],
+    ],
+)
+def test_recover_head_names_the_axis_when_rows_of_another_size_are_cut(cut):
+    # the first case, one sequence (5, 8) with h = 2: head 0 is its 4 first columns, all 5 rows
+    got = cut(np.zeros((5, 8)), 0, 2)
+    assert got.shape[-1] == 8 and got.shape[0] < 5  # every column kept, tokens cut
+    message = ex.check_recover_head(cut).message
+    assert message.startswith(f"For h=2, head 0: expected shape (5, 4), got {got.shape}."), message
+    assert "you cut the rows, which are tokens (axis 0)" in message and "concat[..., start:stop]" in message
+
+
+def test_recover_head_names_the_axis_when_np_split_cuts_the_rows_of_one_sequence():
+    def rows(concat, i, h):
+        return np.split(concat, h)[i]  # axis 0: 5 tokens do not split into 2 equal parts
+
+    with pytest.raises(ValueError, match="does not result in an equal division"):  # numpy's only words
+        rows(np.zeros((5, 8)), 0, 2)
+    message = ex.check_recover_head(rows).message
+    assert message.startswith("For h=2, head 0: your function raised ValueError"), message
+    assert "np.split cuts axis 0 unless told otherwise: the rows, which are tokens" in message and "axis=-1" in message
+
+
+def test_recover_head_names_the_batch_axis_when_a_batch_loses_sequences():
+    def first_sequence(concat, i, h):
+        d_k = concat.shape[-1] // h
+        return concat[:, i * d_k : (i + 1) * d_k] if concat.ndim == 2 else concat[:1]  # right on one sequence
+
+    message = ex.check_recover_head(first_sequence).message
+    assert message.startswith("For a batch (3, 5, 24), h=4, head 0: expected shape (3, 5, 6), got (1, 5, 24)."), message
+    assert "you cut the sequences of the batch (axis 0)" in message
 
 
 def test_recover_head_needs_the_last_axis_on_a_batch():

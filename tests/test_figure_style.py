@@ -136,3 +136,12 @@ def test_every_lesson_with_matplotlib_figures_uses_the_series_style(path):
         pytest.skip("no matplotlib figures")
     setup = next(s for s in sources if "import" in s)
     assert "use_lesson_style()" in setup, "the setup cell must call style.use_lesson_style()"
+
+
+def test_shown_text_px_scales_a_figure_wider_than_the_output_area_down_with_its_text():
+    fig = Figure(figsize=(8.8, 3), dpi=100)  # 880 CSS pixels: wider than a laptop's 588
+    FigureCanvasAgg(fig)
+    fig.text(0.5, 0.5, "label", fontsize=9)  # 12.5 px at its natural size
+    assert style.shown_text_px(fig) == (pytest.approx(12.5 * 588 / 880), "label")
+    assert style.shown_text_px(fig, output_px=950)[0] == pytest.approx(12.5)  # it fits: never scaled up
+    assert style.shown_text_px(fig, pixel_ratio=2)[0] == pytest.approx(6.25)  # 440 CSS px: fits, half the size

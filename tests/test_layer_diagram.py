@@ -50,13 +50,14 @@ def test_self_attention_prints_n_for_the_keys_and_the_figure_shows_the_numbers()
     assert "n_kv" not in text and "n_q" not in text and "x_{kv}" not in text
     assert "h = 2, d_model = 6, n = 5" in fig.axes[0].get_title()
     assert style.smallest_text_px(fig)[0] >= style.MIN_TEXT_PX
+    assert style.shown_text_px(fig)[0] >= style.MIN_LAPTOP_TEXT_PX  # a laptop with the file browser open
     one = " ".join(t.get_text() for t in layer_diagram(2, h=1, d_model=6, n=5).axes[0].texts)
     assert "1 head stacked:\nQ_0 =" in one
     cross_fig = layer_diagram(7, h=2, d_model=16, n=4, n_kv=6)
     cross = " ".join(t.get_text() for t in cross_fig.axes[0].texts)
     assert "x_kv = (6, 16)" in cross and "K = (6, 16)" in cross and "weights =\n  (2, 4, 6)\n  (h, n_q, n_kv)" in cross
     # the keys and values are projected from x_kv; the queries' length is n_q, as the capstone writes it
-    assert r"$xW^Q,\ x_{kv}W^K,\ x_{kv}W^V$" in cross and "Q = (4, 16)\n  (n_q, d_model)" in cross
+    assert "$xW^Q$,\n" r"$x_{kv}W^K,\ x_{kv}W^V$" in cross and "Q = (4, 16)\n  (n_q, d_model)" in cross
     assert "n_q = 4, n_kv = 6" in cross_fig.axes[0].get_title()
 
 

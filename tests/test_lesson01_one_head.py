@@ -5,13 +5,19 @@ compute."""
 import math
 import re
 
+import matplotlib
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgb
+from matplotlib.figure import Figure
 
 from mha_lesson.aids import flashcards as fc
 from mha_lesson.demos import one_head as oh
+from mha_lesson.plots import one_head as po
+from mha_lesson.plots import style
 from mha_lesson.training import forward, train
 from mha_lesson.widgets import one_head as wo
 
@@ -406,3 +412,113 @@ def test_no_bar_covers_the_legend(alpha, h):
         for bar in bars:
             if bar.get_height() > 0:
                 assert not bar.get_window_extent(renderer).overlaps(legend), (alpha, h, bar.get_height())
+
+
+# --- the figures read ----------------------------------------------------------------------------------------------
+
+
+def wcag_luminance(rgb) -> float:
+    """WCAG 2 relative luminance of an sRGB colour (three numbers in 0..1)."""
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb[:3]]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def wcag_contrast(fg, bg) -> float:
+    """WCAG 2 contrast ratio (L_light + 0.05) / (L_dark + 0.05), from 1 to 21."""
+    high, low = sorted((wcag_luminance(fg), wcag_luminance(bg)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def colours_beneath(text, image, renderer) -> list[tuple[float, ...]]:
+    """The colours of the image's cells that a text's box covers (cells are 1 data unit wide, centred on integers)."""
+    box = text.get_window_extent(renderer).transformed(image.axes.transData.inverted())
+    data = image.get_array()
+    rows, cols = data.shape
+    (x0, x1), (y0, y1) = sorted((box.x0, box.x1)), sorted((box.y0, box.y1))
+    cells = [
+        (i, j)
+        for i in range(rows)
+        for j in range(cols)
+        if j - 0.5 < x1 and j + 0.5 > x0 and i - 0.5 < y1 and i + 0.5 > y0
+    ]
+    assert cells, f"{text.get_text()!r} covers no cell"
+    return [image.cmap(image.norm(data[i, j])) for i, j in cells]
+
+
+def lesson_figure(size) -> Figure:
+    """A figure as a lesson draws it: the series' style (constrained layout, font sizes) at the CSS dpi."""
+    with matplotlib.rc_context(style.RC):
+        fig = Figure(figsize=size, dpi=style.DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def test_wcag_contrast_of_known_pairs():
+    assert wcag_contrast((0, 0, 0), (1, 1, 1)) == pytest.approx(21)
+    assert wcag_contrast((1, 0, 0), (1, 1, 1)) == pytest.approx(4.0, abs=0.01)  # red on white, a textbook value
+
+
+def test_sentence_map_labels_read_against_the_cells_beneath():
+    """The issue: red labels on viridis' dark purple had low contrast. Each label reaches 4.5 (WCAG 2, normal text)
+    against every cell its text covers."""
+    fig = lesson_figure((8, 5.5))  # the notebook's size
+    ax = fig.subplots()
+    weights = oh.sentence_weights()
+    image = po.sentence_map(ax, weights, oh.SENTENCE, oh.LOOKUPS, title="One head, two lookups in two different rows")
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    labels = [t for t in ax.texts if "→" in t.get_text()]
+    assert len(labels) == len(oh.LOOKUPS)
+    for label in labels:
+        colour = to_rgb(label.get_color())
+        worst = min(wcag_contrast(colour, bg) for bg in colours_beneath(label, image, renderer))
+        assert worst >= 4.5, (label.get_text(), worst)
+    assert wcag_contrast(to_rgb("red"), image.cmap(0.0)) < 4.5  # the colour the issue saw did not
+
+
+def text_boxes(fig: Figure, renderer) -> list[tuple[str, object]]:
+    """Every visible, non-empty title, axis label and free text of fig and its subfigures, with its window extent."""
+    texts = []
+    for sub in [fig, *fig.subfigs]:
+        if getattr(sub, "_suptitle", None) is not None:
+            texts.append(sub._suptitle)
+    for ax in fig.get_axes():
+        texts += [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in texts if t.get_visible() and t.get_text().strip()]
+
+
+def test_plateau_figure_titles_stand_apart_and_the_maps_show_each_position(preview):
+    """The issue: the map titles ran together, the maps were too small to tell t-1 from t-2, the title was cramped.
+    No two titles or labels overlap, all lie inside the figure, a map's cell is at least 9 CSS pixels, and the mean
+    weights printed on each map read against the cells beneath them and equal offset_weights."""
+    steps = list(range(0, oh.PREVIEW_STEPS + 1, oh.TRACE_EVERY))
+    trace = np.stack([oh.offset_weights(preview[2].checkpoints[s].attention[0]) for s in steps])
+    losses = {
+        name: np.array([preview[h].checkpoints[s].loss for s in steps])
+        for h, name in ((1, "one head"), (2, "two heads"))
+    }
+    maps = {s: preview[2].checkpoints[s].attention[0] for s in oh.PLATEAU_STEPS}
+    fig = lesson_figure(po.PLATEAU_FIGSIZE)
+    with matplotlib.rc_context(style.RC):
+        po.plateau(fig, steps, trace, losses, maps)
+        renderer = fig.canvas.get_renderer()
+        fig.draw(renderer)
+    boxes = text_boxes(fig, renderer)
+    whole = fig.bbox
+    assert len(boxes) > 20
+    for k, (name, box) in enumerate(boxes):
+        assert whole.x0 <= box.x0 and box.x1 <= whole.x1 and whole.y0 <= box.y0 and box.y1 <= whole.y1, name
+        for other, box2 in boxes[k + 1 :]:
+            assert not box.overlaps(box2), (name, other)
+    images = [ax.images[0] for ax in fig.get_axes() if ax.images]
+    assert len(images) == 2 * len(oh.PLATEAU_STEPS)
+    for image in images:
+        n = image.get_array().shape[0]
+        cell = image.axes.get_window_extent(renderer).width / n  # CSS pixels: the figure's dpi is the CSS dpi
+        assert cell >= 9, cell
+        (text,) = image.axes.texts
+        assert min(wcag_contrast(to_rgb(text.get_color()), bg) for bg in colours_beneath(text, image, renderer)) >= 4.5
+    printed = [image.axes.texts[0].get_text() for image in images]
+    for step, att in maps.items():
+        for head, (t1, t2) in enumerate(oh.offset_weights(att)):
+            assert f"t−1: {t1:.2f}\nt−2: {t2:.2f}" in printed, (step, head)

@@ -15,13 +15,13 @@ from mha_lesson.plots.cost import DESIGNS
 from mha_lesson.widgets import divisors
 from mha_lesson.widgets.cost import (
     D_MODELS,
-    FLOPS_RANGE,
     LENGTHS,
-    MEMORY_RANGE,
-    PARAMS_RANGE,
+    MARGIN,
+    PANEL_SERIES,
     CostExplorer,
     cost_explorer,
     cost_table,
+    fit_range,
 )
 
 MATMULS = ("projections", "scores", "weighted_sum", "output_projection")
@@ -207,20 +207,47 @@ def test_an_invalid_pair_shows_a_one_line_message_instead_of_the_plot():
     assert e.image.layout.display == "none" and e.message.layout.display is None
 
 
-def test_the_fixed_axis_ranges_hold_every_value_the_controls_can_reach():
-    for d_model in D_MODELS:
-        for n in (LENGTHS[0], LENGTHS[-1]):
-            for h in (1, d_model):
-                t = cost_table(d_model, h, n)
-                flops = [v for f in t["flops"].values() for v in f.values()]
-                assert FLOPS_RANGE[0] < min(flops) and max(flops) < FLOPS_RANGE[1]
-                assert (
-                    PARAMS_RANGE[0]
-                    < min(t["sweep"]["split_params"])
-                    <= max(t["sweep"]["naive_params"])
-                    < PARAMS_RANGE[1]
-                )
-                assert MEMORY_RANGE[0] < min(t["sweep"]["memory"]) <= max(t["sweep"]["memory"]) < MEMORY_RANGE[1]
+EXTREMES = [(d, h, n) for d in (D_MODELS[0], D_MODELS[-1]) for h in (1, d) for n in (LENGTHS[0], LENGTHS[-1])]
+
+
+@pytest.mark.parametrize(("d_model", "h", "n"), EXTREMES)
+def test_every_axis_fits_what_it_draws_with_at_most_a_half_decade_and_a_margin_spare(d_model, h, n):
+    """The log axes fit the shown values (the issue: a fixed 1k-1P axis left half of each panel empty)."""
+    e = cost_explorer()
+    e.set(d_model=d_model, h=h, n=n)
+    t = cost_table(d_model, h, n)
+    shown = [[v for f in t["flops"].values() for v in f.values()]]
+    shown += [[v for name in names for v in t["sweep"][name]] for names in PANEL_SERIES]
+    for ax, values in zip((e.ax_bars, *(ax for ax, _, _ in e.sweeps)), shown, strict=True):
+        lo, hi = ax.get_ylim()
+        assert lo < min(values) and max(values) < hi, ax.get_title()
+        spare = 10**0.5 * MARGIN  # snapping to half-decades adds at most a factor sqrt(10) to the margin
+        assert hi <= max(values) * spare * 1.0001 and lo >= min(values) / spare / 1.0001, ax.get_title()
+        ticks = [y for y in ax.get_yticks() if lo <= y <= hi]
+        assert len(ticks) >= 1, f"{ax.get_title()}: no labelled power of 10 in {lo:g}..{hi:g}"
+
+
+def test_the_sweep_panels_draw_the_series_their_ranges_are_fitted_to():
+    e = cost_explorer()
+    assert [tuple(lines) for _, lines, _ in e.sweeps] == [tuple(names) for names in PANEL_SERIES]
+
+
+def test_fit_range_snaps_out_to_half_decades():
+    assert fit_range([1000, 8000]) == (10.0**2.5, 10.0**4.5)  # 1000/1.5 = 667 -> 10^2.5; 12000 -> 10^4.5
+    assert fit_range([2000]) == (10.0**3, 10.0**3.5)
+
+
+def test_a_move_that_changes_an_axis_range_redraws_the_axes_and_moving_back_restores_them():
+    e = cost_explorer()
+    ranges = e.ranges
+    e.controls["n"].value = LENGTHS[-1]
+    assert e.ranges != ranges and e.ax_bars.get_ylim() == e.ranges[0]
+    e.controls["n"].value = 128
+    assert e.ranges == ranges and e.ax_bars.get_ylim() == ranges[0]
+    back = bytes(e.image.value)
+    e.controls["n"].value = LENGTHS[-1]
+    e.controls["n"].value = 128
+    assert bytes(e.image.value) == back  # the cached axes of a range are the ones drawn for it
 
 
 def rgba(png):
@@ -275,9 +302,6 @@ def drawn_points(ax, step=2.0):
     pts = np.concatenate(out) if out else np.empty((0, 2))
     inside = (pts[:, 0] >= box.x0) & (pts[:, 0] <= box.x1) & (pts[:, 1] >= box.y0) & (pts[:, 1] <= box.y1)
     return pts[inside]
-
-
-EXTREMES = [(d, h, n) for d in (D_MODELS[0], D_MODELS[-1]) for h in (1, d) for n in (LENGTHS[0], LENGTHS[-1])]
 
 
 @pytest.mark.parametrize(("d_model", "h", "n"), EXTREMES)

@@ -10,13 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from PIL import Image
 
 import mha_lesson as mha
 from mha_lesson.embeddings import EXAMPLE_TOKENS, random_token_embeddings
-from mha_lesson.plots.projections import set_token_plane, token_plane
+from mha_lesson.plots import style
+from mha_lesson.plots.projections import place_labels, set_token_plane, token_plane
 from mha_lesson.widgets import divisors
 from mha_lesson.widgets.projections import (
     EMBEDDING_SCALE,
@@ -154,30 +156,93 @@ def test_plane_refuses_a_bad_view_or_shape():
         plane(q[:, :1], q[:, :1])
 
 
-@pytest.mark.parametrize("dpi", [72, 100])
+def label_boxes(labels, renderer):
+    """Each label's text box as rendered, in pixels."""
+    return [Text.get_window_extent(t, renderer) for t in labels]
+
+
+def overlapping(labels, boxes):
+    """The pairs of label texts whose rendered boxes overlap."""
+    pairs = itertools.combinations(range(len(labels)), 2)
+    return [(labels[i].get_text(), labels[j].get_text()) for i, j in pairs if boxes[i].overlaps(boxes[j])]
+
+
+def outside(ax, labels, boxes):
+    """The label texts whose rendered boxes leave the axes."""
+    frame = ax.bbox
+    return [
+        t.get_text()
+        for t, b in zip(labels, boxes, strict=True)
+        if b.x0 < frame.x0 or b.y0 < frame.y0 or b.x1 > frame.x1 or b.y1 > frame.y1
+    ]
+
+
+@pytest.mark.parametrize("dpi", [72, 100, 160])
 def test_labels_of_points_that_nearly_coincide_do_not_cover_each_other(dpi):
     fig = Figure(dpi=dpi)
     canvas, ax = FigureCanvasAgg(fig), fig.subplots()
-    artists = token_plane(ax, ("my", "old", "warm", "the"))
+    plane = token_plane(ax, ("my", "old", "warm", "the"))
     q2 = np.array([[1.0, 1.0], [1.0, 1.0], [1.02, 1.01], [-2.0, -2.0]])  # three queries on one spot
-    set_token_plane(ax, artists, q2, q2 + 0.01)  # and their keys right next to them
+    set_token_plane(ax, plane, q2, q2 + 0.01, query=0, weights=np.array([0.5, 0.3, 0.2, 0.0]))  # keys beside them
     canvas.draw()
-    labels = artists[2] + artists[3]
-    # The text's own box, as rendered, in pixels (an Annotation's box would include its leader line)
-    boxes = [Text.get_window_extent(t, canvas.get_renderer()) for t in labels]
-    pairs = itertools.combinations(range(len(labels)), 2)
-    covered = [(labels[i].get_text(), labels[j].get_text()) for i, j in pairs if boxes[i].overlaps(boxes[j])]
-    assert not covered
-    for label, box in zip(labels, boxes, strict=True):  # each label stays within a few lines of its marker
-        x, y = ax.transData.transform(label.xy)
-        assert abs(box.y0 - y) < 60 * dpi / 72 and 0 <= box.x0 - x < 10 * dpi / 72
-        # a label pushed away from its marker has a leader line to it; one next to its marker has none
-        pushed = abs(label.xyann[1]) > 2
-        assert label.arrow_patch.get_visible() == pushed, label.get_text()
-        if pushed:
-            ends = label.arrow_patch.get_path().vertices  # display pixels, from the label towards the marker
-            assert np.hypot(*(ends[-1] - (x, y))) < 6 * dpi / 72  # ends at the marker (less the shrink)
-    assert any(label.arrow_patch.get_visible() for label in labels)  # three queries on one spot: some pushed
+    labels, renderer = plane.labels, canvas.get_renderer()
+    boxes = label_boxes(labels, renderer)
+    assert not overlapping(labels, boxes) and not outside(ax, labels, boxes)
+    anchors = ax.transData.transform(np.concatenate([q2, q2 + 0.01]))
+    leaders = [ax.transData.transform(s) for s in plane.leaders.get_segments()]  # display pixels, point -> label
+    leader_colours = [to_hex(c) for c in plane.leaders.get_colors()]
+    far = 0
+    for i, (label, box, xy) in enumerate(zip(labels, boxes, anchors, strict=True)):
+        nearest = np.clip(xy, box.p0, box.p1)  # the point of the text's box nearest its marker
+        gap = np.hypot(*(nearest - xy)) * 72 / dpi  # in points
+        # Next to its marker a label is at most its ring's radius and a small gap off, diagonally (< 12 pt); a label
+        # pushed away is at least a line farther, and has a leader in its token's colour from its marker to its box.
+        if gap < 12:
+            continue
+        far += 1
+        ends = [
+            c
+            for s, c in zip(leaders, leader_colours, strict=True)
+            if np.hypot(*(s[0] - xy)) < 7 * dpi / 72 and np.hypot(*(s[1] - nearest)) < 1.5
+        ]
+        assert ends == [to_hex(plane.colours[i % 4])], f"{label.get_text()!r}: {gap:.0f} pt away, leaders {ends}"
+    assert far == len(leaders) >= 1  # three queries on one spot: some label had to move away; only those have leaders
+
+
+@given(st.integers(0, 10_000), st.integers(1, 24), st.floats(0.02, 1.0))
+def test_placed_labels_never_meet_and_stay_inside(seed, m, spread):
+    """However the points crowd (spread: the share of the area they occupy), the boxes keep apart and inside."""
+    rng = np.random.default_rng(seed)
+    bounds = (10.0, 20.0, 310.0, 320.0)
+    anchors = 165 + rng.uniform(-150, 150, size=(m, 2)) * spread + (0, 5)
+    sizes = np.column_stack([rng.uniform(15, 45, m), np.full(m, 12.0)])
+    up = rng.choice([-1, 1], m)
+    centres, near = place_labels(anchors, sizes, bounds, np.full(m, 3.0), up, pad=2.0)
+    boxes = np.hstack([centres - sizes / 2, centres + sizes / 2])
+    assert (boxes[:, :2] >= np.array(bounds[:2]) + 1 - 1e-9).all() and (
+        boxes[:, 2:] <= np.array(bounds[2:]) - 1 + 1e-9
+    ).all()
+    for i, j in itertools.combinations(range(m), 2):  # separated by at least the pad along x or along y
+        apart = max(
+            boxes[j, 0] - boxes[i, 2], boxes[i, 0] - boxes[j, 2], boxes[j, 1] - boxes[i, 3], boxes[i, 1] - boxes[j, 3]
+        )
+        assert apart >= 2.0 - 1e-9, (i, j)
+    # a label "next to" its point touches the point's rim plus the gap, and does not cover the point
+    for (x, y), (x0, y0, x1, y1), is_near in zip(anchors, boxes, near, strict=True):
+        d = np.hypot(max(x0 - x, 0, x - x1), max(y0 - y, 0, y - y1))
+        assert d >= 3.0 - 1e-9
+        if is_near:
+            assert d <= (3.0 + 2.0) * np.sqrt(2) + 1e-9
+
+
+def test_place_labels_prefers_the_corner_above_right_for_queries_and_below_right_for_keys():
+    anchors = np.array([[100.0, 100.0], [200.0, 200.0]])
+    sizes = np.array([[20.0, 10.0], [20.0, 10.0]])
+    centres, near = place_labels(anchors, sizes, (0, 0, 300, 300), np.full(2, 3.0), np.array([1, -1]), gap=2.0)
+    np.testing.assert_allclose(centres, [[100 + 5 + 10, 100 + 5 + 5], [200 + 5 + 10, 200 - 5 - 5]])
+    assert near.all()
+    with pytest.raises(ValueError, match="^order: expected a permutation"):
+        place_labels(anchors, sizes, (0, 0, 300, 300), np.full(2, 3.0), np.array([1, -1]), order=[0, 0])
 
 
 # ---------------------------------------------------------------------------------------------- projection_view
@@ -199,14 +264,13 @@ def test_projection_view_refuses_an_invalid_head_or_h(kwargs, name):
 
 # ---------------------------------------------------------------------------------------------- the explorer
 def offsets(explorer):
-    queries, keys, _, _ = explorer.plane_artists
-    return queries.get_offsets(), keys.get_offsets()
+    return explorer.plane.queries.get_offsets(), explorer.plane.keys.get_offsets()
 
 
 def test_explorer_defaults_show_head_zero_of_four():
     e = projection_explorer()
     assert isinstance(e, ProjectionExplorer) and e.error is None and e.image.value
-    assert e.values() == {"h": 4, "head": 0, "view": "pca", "shared": False, "seed": 0}
+    assert e.values() == {"h": 4, "head": 0, "view": "pca", "shared": False, "seed": 0, "query": 0}
     view = projection_view()
     q_off, k_off = offsets(e)
     np.testing.assert_allclose(q_off, view["q2"])
@@ -316,3 +380,80 @@ def test_sharing_only_keys_and_values_keeps_the_heads_apart():
     x = random_token_embeddings(EXAMPLE_TOKENS, 16, seed=0, scale=EMBEDDING_SCALE)
     _, w = mha.multi_head_attention(x, x, x, mqa)
     assert np.abs(w - w[0]).max() > 0.5  # the lesson prints 0.98
+
+
+@pytest.mark.parametrize("h", HEADS)
+def test_at_every_h_the_drawn_labels_keep_apart_and_inside_the_plane(h):
+    """Every head of every h the explorer offers, in both views: no two labels' rendered boxes meet (the issue: 'old'
+    and 'warm' ran into 'olwarm' at h = 1 and h = 8), and each stays inside the plane's axes."""
+    e = projection_explorer(h=h)
+    renderer = e.canvas.get_renderer()
+    for view in ("pca", "coords"):
+        for head in range(h):
+            e.set(head=head, view=view, query=(head + 3) % 8)  # the ringed query's label is placed first
+            assert e.error is None
+            labels = e.plane.labels
+            boxes = label_boxes(labels, renderer)
+            assert not overlapping(labels, boxes), (view, head)
+            assert not outside(e.ax_plane, labels, boxes), (view, head)
+            # each label says its token, next to a marker of its token's colour (queries first, then keys)
+            assert [t.get_text() for t in labels] == [*EXAMPLE_TOKENS, *EXAMPLE_TOKENS]
+
+
+def test_the_plane_is_300_css_pixels_square_and_drawn_at_twice_the_pixels():
+    e = projection_explorer()
+    assert e.pixel_ratio == 2 and e.figure.dpi == 2 * e.css_dpi
+    width, height = e.ax_plane.bbox.width / e.pixel_ratio, e.ax_plane.bbox.height / e.pixel_ratio
+    assert width >= 300 and height == pytest.approx(width)
+    assert e.css_size()[0] <= style.CELL_WIDTH_PX
+
+
+def test_each_token_has_one_colour_in_the_plane_and_on_the_map():
+    e = projection_explorer()
+    colours = [to_hex(c) for c in e.plane.colours]
+    assert len(set(colours)) == len(EXAMPLE_TOKENS)  # eight tokens, eight colours
+    np.testing.assert_array_equal(e.plane.queries.get_facecolors(), e.plane.keys.get_facecolors())
+    assert [to_hex(c) for c in e.plane.queries.get_facecolors()] == colours
+    assert [to_hex(t.get_color()) for t in e.plane.q_text] == colours == [to_hex(t.get_color()) for t in e.plane.k_text]
+    e.canvas.draw()  # tick labels as drawn
+    rows = {t.get_text(): to_hex(t.get_color()) for t in e.ax_map.get_yticklabels()}
+    columns = {t.get_text(): to_hex(t.get_color()) for t in e.ax_map.get_xticklabels()}
+    assert rows == columns == dict(zip(EXAMPLE_TOKENS, colours, strict=True))
+
+
+@pytest.mark.parametrize(("h", "head", "query"), [(4, 0, 0), (1, 0, 5), (8, 6, 7), (2, 1, 3)])
+def test_the_chosen_query_is_the_framed_row_and_the_ringed_point(h, head, query):
+    e = projection_explorer()
+    e.set(h=h, head=head, query=query)
+    view = projection_view(h=h, head=head)
+    # the map's frame spans exactly row `query`
+    outline = e.row_outline
+    assert (outline.get_y() + 0.5, outline.get_height(), outline.get_width()) == (query, 1, len(EXAMPLE_TOKENS))
+    assert e.row_outline.get_visible()
+    # the ring sits on that token's query point, and is drawn
+    np.testing.assert_allclose(e.plane.ring.get_offsets(), view["q2"][query : query + 1])
+    np.testing.assert_allclose(e.plane.queries.get_offsets()[query], view["q2"][query])
+    assert e.plane.ring.get_visible() and e.plane.query == query
+    # its lines go from that query to the keys, as thick as the framed row's weights (those of at least 0.01)
+    row = view["weights"][query]
+    shown = np.flatnonzero(row >= 0.01)
+    segments = e.plane.weight_lines.get_segments()
+    assert len(segments) == len(shown)
+    for segment, j in zip(segments, shown, strict=True):
+        np.testing.assert_allclose(segment, [view["q2"][query], view["k2"][j]])
+    np.testing.assert_allclose(e.plane.weight_lines.get_linewidths(), 6 * row[shown])
+    np.testing.assert_array_equal(e.im.get_array()[query], row)
+    # the text says which query it is, in the map's title and the readout
+    token = EXAMPLE_TOKENS[query]
+    assert f"query “{token}” framed" in e.ax_map.get_title()
+    assert f"The framed row of the map is the query “{token}”" in e.text.value
+
+
+def test_moving_the_query_moves_only_the_highlight():
+    e = projection_explorer()
+    before = (offsets(e)[0].copy(), np.array(e.im.get_array()), e.background_key())
+    e.controls["query"].value = 4
+    np.testing.assert_array_equal(offsets(e)[0], before[0])
+    np.testing.assert_array_equal(e.im.get_array(), before[1])
+    assert e.background_key() == before[2]  # no background to paint: only moving artists change
+    assert e.row_outline.get_y() == 3.5

@@ -77,6 +77,31 @@ def test_show_trace_prints_each_head_with_its_shape_and_numbers(example):
         wt.show_trace(trace, "Q")
 
 
+@pytest.mark.parametrize("name", ["Q_i", "K_i", "V_i", "head_i"])
+def test_each_heads_block_prints_under_its_column_names(example, name):
+    """Q_0 ... V_1 and head_0, head_1 print with a header row naming head i's columns h{i}.0 ... h{i}.{d_k - 1}."""
+    x, params, *_, trace = example
+    blocks = _printed(wt.show_trace, trace, name, rows=TOKENS).strip().split("\n\n")
+    for i, block in enumerate(blocks):
+        lines = block.splitlines()
+        assert lines[1].split() == [f"h{i}.{j}" for j in range(params.d_k)]  # the header, under the title
+        full = {"Q_i": x @ params.w_q, "K_i": x @ params.w_k, "V_i": x @ params.w_v}.get(name)
+        want = full[:, i * params.d_k : (i + 1) * params.d_k] if full is not None else trace[name][i]
+        assert np.allclose(_matrix_numbers(block), want, atol=5e-4)  # the numbers under h{i}.j: column j of the block
+        # each number sits under its column's label (right-aligned, as format_matrix pads both)
+        for row in lines[2:]:
+            cells = [m.end() for m in re.finditer(r"-?\d+(?:\.\d+)?", row.split("[", 1)[1])]
+            heads = [m.end() for m in re.finditer(r"h\d\.\d", lines[1])]
+            offset = row.index("[") + 1
+            assert [offset + c for c in cells] == heads
+
+
+def test_show_heads_any_other_matrix_with_column_indices():
+    text = _printed(wt.show, "w", np.array([[1.0, 2.0, 3.0]]), rows=["a"])
+    assert text.splitlines()[1].split() == ["0", "1", "2"] and "[1 2 3]" in text
+    assert _printed(wt.show, "w", np.eye(2), cols=["p", "q"]).splitlines()[1].split() == ["p", "q"]
+
+
 @given(st.lists(st.integers(-9, 9), min_size=1, max_size=8), st.integers(0, 10**6))
 def test_dot_terms_writes_the_products_and_their_sum(a, seed):
     b = np.random.default_rng(seed).integers(-9, 10, len(a))

@@ -3,12 +3,21 @@ each against a hand computation or a loop; the shipped runs against their regene
 
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from mha_lesson import circuits, lm
 from mha_lesson.demos import lm as lesson
 from mha_lesson.lm import corpus
+from mha_lesson.plots import lm as plots
+from mha_lesson.plots import style
+
+LESSON = Path(__file__).resolve().parents[1] / "notebooks" / "20_your_own_language_model.ipynb"
+READABLE_PX = max(style.MIN_TEXT_PX, 10.0)  # the series' rule: no text under 10 CSS px where the figure is shown
+SCREEN_PX = 700  # CSS pixels: a figure no taller fits a laptop screen under the notebook's toolbars
 
 
 @pytest.fixture(scope="module")
@@ -116,6 +125,56 @@ def test_ablation_table_agrees_with_the_models_own_loss(shipped, data):
     assert share.sum() == pytest.approx(1.0)
     mean_of_kinds = (table["base"][1:] * share).sum()
     assert mean_of_kinds == pytest.approx(table["base"][0], rel=1e-6)
+
+
+# --- the figures -------------------------------------------------------------------------------------------------
+
+
+def shown_px(fig: Figure) -> float:
+    """The smallest text of fig in CSS px as shown: a figure wider than a cell is shrunk to the cell's width."""
+    return style.smallest_text_px(fig)[0] * min(1.0, style.CELL_WIDTH_PX / style.css_width(fig))
+
+
+def test_every_heads_map_fits_a_laptop_screen_with_every_character_readable():
+    rng = np.random.default_rng(0)
+    line = "Give me thy torch"
+    T = len(line)
+    scores = rng.normal(size=(4, 4, T, T)) + np.triu(np.full((T, T), -np.inf), 1)  # causal, as the model's
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    weights /= weights.sum(-1, keepdims=True)
+    fig = Figure(figsize=plots.HEAD_MAPS_FIGSIZE, dpi=style.DPI, layout="constrained")
+    plots.head_maps(fig, weights, line)
+    fig.suptitle("every head")
+    assert fig.get_figheight() * fig.dpi <= SCREEN_PX and style.css_width(fig) <= style.CELL_WIDTH_PX
+    assert shown_px(fig) >= READABLE_PX
+    maps = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
+    assert len(maps) == 16
+    for k, ax in enumerate(maps):  # row-major, layer by layer: each panel draws its own head's weights
+        np.testing.assert_array_equal(ax.images[0].get_array(), weights[k // 4, k % 4])
+    chars = [{" ": "␣"}.get(c, c) for c in line]
+    assert [t.get_text() for t in maps[0].get_yticklabels()] == chars  # every query row named, layer 0
+    assert [t.get_text() for t in maps[-1].get_xticklabels()] == chars  # every key column named, layer 3
+    # the lesson draws it at that size
+    (cell,) = [c.source for c in nbformat.read(LESSON, as_version=4).cells if "plots.head_maps(" in c.source]
+    assert "figsize=plots.HEAD_MAPS_FIGSIZE" in cell
+
+
+def test_the_role_table_prints_its_numbers_and_role_names_readably_and_apart():
+    rng = np.random.default_rng(1)
+    shares, ratios = rng.uniform(0, 0.5, (16, len(lesson.ROLES))), rng.uniform(0, 7, (16, len(lesson.ROLES)))
+    labels = [r.replace(" ", "\n", 1) + "\n(vs habit)" for r in lesson.ROLES]  # as the lesson builds them
+    fig = Figure(figsize=style.figsize(6.2), dpi=style.DPI, layout="constrained")  # the lesson's size
+    ax = fig.subplots()
+    plots.role_table(ax, shares, ratios, labels, title="roles")
+    want = [f"{shares[i, j]:.2f}  {ratios[i, j]:.1f}x" for i in range(16) for j in range(len(lesson.ROLES))]
+    assert [t.get_text() for t in ax.texts] == want
+    assert min(t.get_fontsize() for t in ax.texts) / 72 * fig.dpi >= READABLE_PX
+    assert shown_px(fig) >= READABLE_PX
+    # the role names, wrapped: neighbouring names do not touch
+    renderer = FigureCanvasAgg(fig).get_renderer()  # smallest_text_px drew it: the tick labels exist
+    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+    assert all(left.x1 < right.x0 for left, right in zip(boxes, boxes[1:], strict=False))
+    assert [t.get_text().replace("\n", " ") for t in ax.get_xticklabels()] == [s.replace("\n", " ") for s in labels]
 
 
 # --- the mixed data for induction heads -------------------------------------------------------------------------

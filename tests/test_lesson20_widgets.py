@@ -89,6 +89,25 @@ def test_defaults_show_the_shipped_models_head_and_its_validation_loss(shipped):
     assert "layer 0, head 1" in explorer.map_title.get_text() and "Train</b> runs 300 steps" in explorer.text.value
 
 
+def test_going_on_from_the_shipped_model_zooms_the_loss_axis_onto_the_new_steps(shipped):
+    explorer = wl.LMTrainingExplorer()  # on from the shipped model, 300 steps a press
+    low, high = explorer.ax_loss.get_xlim()
+    end = len(demo.load_model()[3]["log"]["loss"])  # 3,500: the shipped run's last step
+    assert low > 0 and high == end + 300  # not from step 0; every step of the press inside
+    assert end - low == wl.CONTEXT and (high - end) / (high - low) >= 0.5  # the new steps fill most of the axis
+    # the grey shipped curve is drawn over the context steps, so the axis shows where the new run starts from
+    grey = explorer.ax_loss.lines[0].get_xdata()
+    assert ((grey >= low) & (grey <= end)).sum() == wl.CONTEXT + 1
+    # the validation dots, one a redraw (every REDRAW steps), stand apart on screen: more than two marker widths
+    # from centre to centre (on the whole 0-3,800 axis they were half a width apart: a smear)
+    ax, dot = explorer.ax_loss, explorer.val
+    x0, x1 = ax.transData.transform([(end, 2.0), (end + wl.REDRAW, 2.0)])[:, 0]
+    width = dot.get_markersize() * ax.figure.dpi / 72  # points to pixels
+    assert x1 - x0 > 2 * width
+    explorer.set(start=wl.SCRATCH)
+    assert explorer.ax_loss.get_xlim() == (0, 300)  # from scratch: the whole run from step 0
+
+
 def test_scratch_shows_the_untrained_model(shipped):
     explorer = wl.LMTrainingExplorer(start=wl.SCRATCH, layer=2, head=3)
     data = explorer.data
@@ -141,7 +160,8 @@ def test_train_adds_exactly_one_press_of_steps_as_a_trainer_would(shipped, start
     explorer.on_train()  # a second press: 6 more, continuing the same trainer
     finish(explorer)
     np.testing.assert_array_equal(run.trainer.log["loss"], want)
-    assert explorer.ax_loss.get_xlim() == (0, offset + 12)
+    # scratch: from step 0; on from the shipped model: its last CONTEXT steps, then the 12 new ones
+    assert explorer.ax_loss.get_xlim() == ((offset - wl.CONTEXT, offset + 12) if offset else (0, 12))
     for name, array in demo.load_model()[0].items():  # the shipped weights, shared by every explorer, untouched
         np.testing.assert_array_equal(shipped.params[name], array)
 

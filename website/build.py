@@ -23,6 +23,7 @@ import nbclient
 import nbformat
 
 from mha_lesson.aids.lessons import Lesson, read_lessons
+from mha_lesson.notation import plain_scripts
 
 from .record import FIGURE_TEXT, MAX_BYTES, MAX_FRAMES, MIME
 
@@ -181,7 +182,8 @@ def index_page(lessons: list[Lesson]) -> str:
         chosen = [ls for ls in lessons if ls.track == track]
         if not chosen:
             continue
-        entries = "\n".join(f"{ls.title} · {ls.minutes} min <{ls.stem}>" for ls in chosen)
+        # a toctree entry is plain text (no maths, no HTML): a title's $W^O$ shows as Wᴼ in the sidebar and here
+        entries = "\n".join(f"{plain_scripts(ls.title)} · {ls.minutes} min <{ls.stem}>" for ls in chosen)
         parts.append(f"```{{toctree}}\n:caption: {caption}\n:maxdepth: 1\n\n{entries}\n```\n")
     return "\n".join(parts)
 

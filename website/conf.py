@@ -1,6 +1,13 @@
 """Sphinx configuration of the static site; website/build.py writes the sources and passes SITE_* values."""
 
 import os
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's mha_lesson, as website/build.py uses
+
+from mha_lesson.notation import plain_scripts  # noqa: E402
 
 project = "mha-lesson: multi-head attention from first principles"
 author = "mha-lesson"
@@ -44,3 +51,19 @@ mathjax2_config = {
         "processClass": "tex2jax_process|mathjax_process|math|output_area",
     },
 }
+
+# How Sphinx renders inline maths in a title (myst's dollarmath): the <title> would show \(W^O\) as typed.
+MATH_SPAN = re.compile(r'<span class="math notranslate nohighlight">\\\((.*?)\\\)</span>')
+
+
+def _plain_titles(app, pagename, templatename, context, doctree) -> None:
+    """The browser tab (<title>) and the printed page's heading show no maths: W^O there is Wᴼ, not \\(W^O\\)."""
+    if context.get("title"):
+        context["title"] = MATH_SPAN.sub(lambda m: plain_scripts(f"${m.group(1)}$"), context["title"])
+    if context.get("pagetitle"):
+        context["pagetitle"] = plain_scripts(context["pagetitle"])
+
+
+def setup(app) -> None:
+    """Plain-text titles (see _plain_titles), set after the book theme has set its pagetitle."""
+    app.connect("html-page-context", _plain_titles, priority=900)  # after the book theme sets pagetitle

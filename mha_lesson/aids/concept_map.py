@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from ..notation import html_scripts
+
 # Where the notebooks live when the package is used from its checkout (as `make lab` does).
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
@@ -22,7 +24,7 @@ LESSONS: dict[str, str] = {
     "03_projections": "Projecting into head subspaces",
     "04_scaled_dot_product_attention": "Scaled dot-product attention in each head",
     "05_concatenate_heads": "Concatenating the heads",
-    "06_output_projection": "The output projection W^O",
+    "06_output_projection": "The output projection $W^O$",
     "07_causal_mask": "The causal mask, padding and cross-attention",
     "08_forward_pass_by_hand": "A forward pass by hand",
     "09_capstone": "Capstone: write multi-head attention",
@@ -220,9 +222,10 @@ def plain(label: str) -> str:
 
 
 def markdown_table(nodes: tuple[Node, ...] = NODES) -> str:
-    """A Markdown table of the map's nodes in lesson order: concept, what it says, where it is covered."""
+    """A Markdown table of the map's nodes in lesson order: concept, what it says, where it is covered (no raw ^)."""
     rows = ["| concept | in one line | lesson |", "| --- | --- | --- |"]
     for n in sorted(nodes, key=lambda n: (n.lesson, n.xy[0])):
-        cells = (plain(n.label), n.description, lesson_link(n.lesson))
+        # Markdown shows maths: a label keeps its $W^O$ (MathJax), a description's W^Q becomes W<sup>Q</sup>
+        cells = (" ".join(n.label.split()), html_scripts(n.description), lesson_link(n.lesson))
         rows.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")  # a bare | would end the cell
     return "\n".join(rows)

@@ -126,7 +126,7 @@ TERMS: tuple[Term, ...] = (
       "04_scaled_dot_product_attention"),
     T("transformerlens", "A Python library for mechanistic interpretability: it loads GPT-style models with hooks "
       "on every activation (Nanda and contributors).", "14_circuits_and_induction_heads"),
-    T("w^o", "The output projection: a d_model × d_model matrix that mixes the concatenated heads back into one "
+    T("output projection", "$W^O$, a d_model × d_model matrix that mixes the concatenated heads back into one "
       "vector per token.", "06_output_projection"),
     T("warm-up", "The first training steps, in which the learning rate rises from near 0 to its full value, so "
       "early, noisy gradients do not throw the weights far.", "18_positions_and_windows"),
@@ -220,7 +220,8 @@ def check_terms(terms: tuple[Term, ...] = TERMS, folder: Path = NOTEBOOKS) -> No
     """Raise ValueError for a term that is not lower case, repeated, or taught in a lesson that does not exist."""
     seen = set()
     for t in terms:
-        if t.term != t.term.lower() or not re.fullmatch(r"[a-z0-9^_ ,-]+", t.term):
+        # no caret: a term is its heading, and a heading shows as text (W^O is its definition's math instead)
+        if t.term != t.term.lower() or not re.fullmatch(r"[a-z0-9_ ,-]+", t.term):
             raise ValueError(f"terms: expected a lower-case term of letters, digits and spaces, got {t.term!r}")
         if t.term in seen:
             raise ValueError(f"terms: expected unique terms, got {t.term!r} twice")

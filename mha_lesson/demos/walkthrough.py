@@ -57,11 +57,19 @@ def show(
     cols: Sequence[str] | None = None,
     note: str = "",
 ) -> None:
-    """Print one step: its name, its shape (and an optional note), then its numbers."""
+    """Print one step: its name, its shape (and an optional note), then its numbers under a header row: `cols`,
+    or by default each column's index (0, 1, ...), so every printed number has a named row and column."""
     value = np.asarray(value)
+    if cols is None:
+        cols = [str(j) for j in range(np.atleast_2d(value).shape[-1])]
     print(f"{name}   shape {value.shape}" + (f"   {note}" if note else ""))
     print(format_matrix(value, rows, cols))
     print()
+
+
+def head_columns(head: int, d_k: int) -> list[str]:
+    """Column labels of head `head`'s block: h0.0 ... h0.{d_k - 1}, as its columns of Q, K and V are named."""
+    return [f"h{head}.{j}" for j in range(d_k)]
 
 
 def show_trace(
@@ -71,15 +79,18 @@ def show_trace(
     cols: Sequence[str] | None = None,
     note: str = "",
 ) -> None:
-    """Print one entry of multi_head_attention_loop's trace: every head's array for the per-head steps."""
+    """Print one entry of multi_head_attention_loop's trace: every head's array for the per-head steps.
+
+    Without `cols`, a head's own block (Q_i, K_i, V_i, head_i) is headed by its columns' names h{i}.0, h{i}.1, ...
+    (the names of those columns in the whole Q, K, V); any other step by column index."""
     if name not in trace:
         raise ValueError(f"name: expected one of {list(trace)}, got {name!r}")
     entry = trace[name]
     if isinstance(entry, list):
         for i, value in enumerate(entry):
-            show(
-                f"{name.replace('_i', '')}_{i}" if name.endswith("_i") else f"{name}, head {i}", value, rows, cols, note
-            )
+            block = name.endswith("_i")
+            header = head_columns(i, np.shape(value)[-1]) if cols is None and block else cols
+            show(f"{name.replace('_i', '')}_{i}" if block else f"{name}, head {i}", value, rows, header, note)
     else:
         show(name, entry, rows, cols, note)
 

@@ -9,6 +9,8 @@ import numbers
 
 import numpy as np
 
+from ..notation import html_scripts
+
 
 @dataclasses.dataclass(frozen=True)
 class Feedback:
@@ -24,8 +26,9 @@ class Feedback:
         return f"{'Correct' if self.correct else 'Not yet'}: {self.message}"
 
     def _repr_html_(self) -> str:
+        """The coloured line, with the message's W^O, W_i^Q, R^2 as superscripts and subscripts (no raw caret)."""
         colour, mark = ("#1b7f3b", "&#10004; Correct") if self.correct else ("#b00020", "&#10008; Not yet")
-        return f"<p style='color:{colour}'><b>{mark}</b>: {html.escape(self.message)}</p>"
+        return f"<p style='color:{colour}'><b>{mark}</b>: {html_scripts(html.escape(self.message))}</p>"
 
 
 def right(message: str = "well done.") -> Feedback:

@@ -41,6 +41,12 @@ SPLIT_AXIS = (
     " On a batch, np.hsplit and np.split(..., axis=1) cut the second axis, the tokens; the features are the last "
     "axis: axis=-1, as in np.split(concat, h, axis=-1)[i]."
 )
+# ... and when np.split(concat, h), whose axis is 0 unless told, cuts one sequence's rows, the tokens
+SPLIT_ROWS = (
+    " np.split cuts axis 0 unless told otherwise: the rows, which are tokens. The features are the last axis: "
+    "axis=-1, as in np.split(concat, h, axis=-1)[i]."
+)
+UNEQUAL = "does not result in an equal division"
 
 
 def check_recover_head(fn: object) -> Feedback:
@@ -61,7 +67,7 @@ def check_recover_head(fn: object) -> Feedback:
             try:
                 got = fn(concat.copy(), i, h)  # a copy: fn may write into it
             except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-                hint = SPLIT_AXIS if lead and "does not result in an equal division" in str(exc) else ""
+                hint = (SPLIT_AXIS if lead else SPLIT_ROWS) if UNEQUAL in str(exc) else ""
                 return wrong(f"{where}, head {i}: your function raised {type(exc).__name__}: {exc}.{hint}")
             if got is None:
                 return wrong("Your function returned None: replace its `return None` line.")
@@ -70,12 +76,23 @@ def check_recover_head(fn: object) -> Feedback:
             if not lead and got.shape == concat[cut].shape and np.array_equal(got, concat[cut]):
                 return wrong(
                     f"{where}, head {i}: you sliced rows, which are tokens. Keep every row (token) and take head "
-                    f"{i}'s block of columns (features): concat[:, start:stop], {d_k} columns wide."
+                    f"{i}'s block of columns (features), the last axis: concat[..., start:stop], {d_k} columns wide."
                 )
             if lead and got.shape == concat[:, cut].shape and np.array_equal(got, concat[:, cut]):
                 return wrong(
                     f"{where}, head {i}: concat[:, start:stop] cuts the second axis, here the tokens. The features "
                     "are the last axis whatever comes before it: count from the end, concat[..., start:stop]."
+                )
+            if got.ndim == concat.ndim and got.shape[-1] == concat.shape[-1] and got.shape[:-1] != concat.shape[:-1]:
+                # every column kept: an axis before the features was cut (the tokens, or a batch's sequences)
+                names = ("the sequences of the batch", "the tokens") if lead else ("the rows, which are tokens",)
+                cut = " and ".join(
+                    f"{names[k]} (axis {k})" for k in range(got.ndim - 1) if got.shape[k] != concat.shape[k]
+                )
+                return wrong(
+                    f"{where}, head {i}: expected shape {want.shape}, got {got.shape}. All {concat.shape[-1]} "
+                    f"columns are still there: you cut {cut}. Keep every token and cut the last axis, the features: "
+                    f"head {i}'s {d_k} columns, concat[..., start:stop]."
                 )
             if got.shape != want.shape:
                 return wrong(

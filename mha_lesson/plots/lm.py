@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
+from matplotlib.transforms import ScaledTranslation
+
+from . import style
 
 
 def char_label(c: str) -> str:
@@ -31,25 +35,44 @@ def training_curves(ax: Axes, log: Mapping[str, np.ndarray], *, smooth: int = 50
     ax.legend()
 
 
+# Every head's map in one figure no taller than a laptop screen shows (about 700 CSS pixels at style.DPI): the
+# figure is cell-wide and 6.9 inches tall, so each of the 4 x 4 maps is about 195 x 150 pixels.
+HEAD_MAPS_FIGSIZE = style.figsize(7.0)
+CHAR_SIZE = 7.2  # points: the characters on the maps' axes, 10 px at style.DPI (about 9 px apart on the rows)
+
+
+def _lift_spaces(ax: Axes) -> None:
+    """Raise each ␣ row label by 3 points: the glyph hangs below the baseline and would touch the letter under it
+    on rows about 9 px apart (each tick keeps its label, and tick_params, which would reset it, is called before)."""
+    lift = ScaledTranslation(0, 3 / 72, ax.figure.dpi_scale_trans)
+    for label in ax.get_yticklabels():
+        if label.get_text() == char_label(" "):
+            label.set_transform(label.get_transform() + lift)
+
+
 def head_maps(fig: Figure, weights: np.ndarray, text: str) -> None:
     """Every head's attention on text: weights (n_layer, n_head, T, T), one row of panels per layer.
 
-    Queries on rows, keys on columns; characters label the left column's rows and the bottom row's columns.
+    Queries on rows, keys on columns; characters label the left column's rows and the bottom row's columns. Each
+    column is titled by its head and each row by its layer (on the left), so the panels need no titles of their own
+    and the grid fits HEAD_MAPS_FIGSIZE.
     """
     n_layer, n_head, T, _ = weights.shape
     labels = [char_label(c) for c in text]
-    axes = fig.subplots(n_layer, n_head, squeeze=False)
+    axes = fig.subplots(n_layer, n_head, squeeze=False, gridspec_kw={"hspace": 0.04, "wspace": 0.03})
     for (i, j), ax in np.ndenumerate(axes):
-        im = ax.imshow(weights[i, j], vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
-        ax.set_title(f"layer {i}, head {j}", fontsize=9)
-        ax.set_xticks(range(T), labels if i == n_layer - 1 else [], fontsize=8)
-        ax.set_yticks(range(T), labels if j == 0 else [], fontsize=8)
-        ax.tick_params(length=0)
+        im = ax.imshow(weights[i, j], vmin=0, vmax=1, cmap="viridis", aspect="auto", interpolation="nearest")
+        if i == 0:
+            ax.set_title(f"head {j}", fontsize=10)
+        ax.set_xticks(range(T), labels if i == n_layer - 1 else [], fontsize=CHAR_SIZE + 0.5)
+        ax.set_yticks(range(T), labels if j == 0 else [], fontsize=CHAR_SIZE)
+        ax.tick_params(length=0, pad=2)
         if i == n_layer - 1:
             ax.set_xlabel("key")
         if j == 0:
-            ax.set_ylabel("query")
-    fig.colorbar(im, ax=axes, label="attention weight (row sums to 1)", shrink=0.6)
+            ax.set_ylabel(f"layer {i}\nquery")
+            _lift_spaces(ax)
+    fig.colorbar(im, ax=axes, label="attention weight (row sums to 1)", shrink=0.7)
 
 
 def distance_profile(ax: Axes, profile: np.ndarray, *, title: str) -> None:
@@ -64,19 +87,25 @@ def distance_profile(ax: Axes, profile: np.ndarray, *, title: str) -> None:
     ax.figure.colorbar(im, ax=ax, label="mean attention weight", shrink=0.8)
 
 
+ROLE_TEXT_SIZE = 9  # points: the table's numbers and role names, as the tick labels (12.5 px at style.DPI)
+
+
 def role_table(ax: Axes, shares: np.ndarray, ratios: np.ndarray, labels: Sequence[str], *, title: str) -> None:
-    """Each cell: a head's share on a role and its ratio to the baseline, which also sets the colour."""
+    """Each cell: a head's share on a role and its ratio to the baseline, which also sets the colour.
+
+    Every number and role name is ROLE_TEXT_SIZE points, as large as the tick labels."""
     vmax = max(4.0, float(ratios.max()))
     im = ax.imshow(ratios, cmap="magma", vmin=0, vmax=vmax, aspect="auto")
     n_heads, n_roles = shares.shape
     n_head = 4 if n_heads % 4 == 0 else n_heads
     ax.set_yticks(range(n_heads), [f"L{i // n_head} H{i % n_head}" for i in range(n_heads)])
-    ax.set_xticks(range(n_roles), labels)
-    ax.tick_params(axis="x", labelsize=8)
+    # Each line of a role's name wrapped at 12 characters: at ROLE_TEXT_SIZE that is about a column's width.
+    ax.set_xticks(range(n_roles), ["\n".join(textwrap.fill(part, 12) for part in name.split("\n")) for name in labels])
+    ax.tick_params(axis="x", labelsize=ROLE_TEXT_SIZE)
     for i in range(n_heads):
         for j in range(n_roles):
-            ax.text(j, i, f"{shares[i, j]:.2f}  {ratios[i, j]:.1f}x", ha="center", va="center", fontsize=7,
-                    color="k" if ratios[i, j] > 0.6 * vmax else "w")  # fmt: skip
+            ax.text(j, i, f"{shares[i, j]:.2f}  {ratios[i, j]:.1f}x", ha="center", va="center",
+                    fontsize=ROLE_TEXT_SIZE, color="k" if ratios[i, j] > 0.6 * vmax else "w")  # fmt: skip
     ax.set(ylabel="layer, head", title=title)
     ax.figure.colorbar(im, ax=ax, label="share / baseline (colour)", shrink=0.8)
 
@@ -114,7 +143,7 @@ def table3_panel(ax: Axes, rows: Sequence, *, title: str) -> None:
 
 def induction_panel(ax: Axes, steps: np.ndarray, curves: Mapping[str, np.ndarray], *, title: str) -> None:
     """Induction score of the best head over training, one line per probe kind."""
-    for (label, scores), style in zip(curves.items(), ("-", "--", ":", "-."), strict=False):
-        ax.plot(steps, scores, style, label=label)
+    for (label, scores), dashes in zip(curves.items(), ("-", "--", ":", "-."), strict=False):
+        ax.plot(steps, scores, dashes, label=label)
     ax.set(xlabel="training step", ylabel="best head's induction score", ylim=(0, 1), title=title)
     ax.legend()

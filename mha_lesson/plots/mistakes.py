@@ -67,7 +67,7 @@ def influence_map(ax: Axes, influence: np.ndarray, *, title: str, vmax: float | 
     im = ax.imshow(influence, cmap="magma", vmin=0.0, vmax=vmax, aspect="auto", interpolation="nearest")
     ax.set_title(title)
     ax.set_xlabel("output feature")
-    ax.set_ylabel("head whose W^V changed")
+    ax.set_ylabel("head whose $W^V$ changed")
     ax.set_xticks(range(influence.shape[1]))
     ax.set_yticks(range(influence.shape[0]))
     ax.figure.colorbar(im, ax=ax, label="mean |change of output|")

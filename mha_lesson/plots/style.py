@@ -19,6 +19,10 @@ DPI = 100  # CSS pixels per inch of a static figure (matplotlib's default dpi)
 CELL_WIDTH_PX = 950  # the width of a JupyterLab cell's output area at 1x, for a window about 1400 pixels wide
 WIDTH = CELL_WIDTH_PX / DPI  # inches: the widest figure that shows at its natural size
 MIN_TEXT_PX = 9.0  # smallest text, in CSS pixels as displayed (7 pt at DPI)
+# A laptop: in a 1024-pixel JupyterLab window with the file browser open, a cell's output area is about 588 CSS
+# pixels wide (measured in headless Chromium), and a wider figure is scaled down to it. Its text should still read.
+LAPTOP_OUTPUT_PX = 588
+MIN_LAPTOP_TEXT_PX = 10.0
 
 # Smaller than matplotlib's defaults (10 pt ticks, 12 pt titles): panels of a cell-wide grid are 3-4 inches wide.
 RC: dict[str, Any] = {
@@ -81,3 +85,10 @@ def smallest_text_px(fig: Figure, pixel_ratio: float = 1.0) -> tuple[float, str]
         return float("inf"), ""
     smallest = min(texts, key=lambda t: t.get_fontsize())
     return smallest.get_fontsize() * px, smallest.get_text()
+
+
+def shown_text_px(fig: Figure, pixel_ratio: float = 1.0, output_px: float = LAPTOP_OUTPUT_PX) -> tuple[float, str]:
+    """The smallest text of fig in CSS pixels as an output area output_px wide shows it: a wider figure is scaled
+    down to the area (never up), its text with it. With that text (see smallest_text_px)."""
+    px, text = smallest_text_px(fig, pixel_ratio)
+    return px * min(1.0, output_px / css_width(fig, pixel_ratio)), text

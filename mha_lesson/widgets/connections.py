@@ -6,6 +6,7 @@ come from the core module mha_lesson.demos.connections. The explorers only draw 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import ipywidgets as widgets
@@ -56,14 +57,22 @@ def attention_shapes(
     n_kv, d_k = len(x), params.d_k
     q_labels = [f"y{i}" for i in range(n_q)]
     k_labels = q_labels if mode == "self-attention" else [f"x{j}" for j in range(n_kv)]
-    shapes = {
-        "queries (decoder) y": y.shape,
-        "keys and values x": x.shape,
-        "Q_i = y W_i^Q": (n_q, d_k),
-        "K_i = x W_i^K, V_i = x W_i^V": (n_kv, d_k),
-        "weights": weights.shape,
-        "output": out.shape,
-    }
+    if mode == "self-attention":  # one sequence y: it asks, and it answers
+        shapes = {
+            "queries, keys and values y": y.shape,
+            "Q_i = y W_i^Q, K_i = y W_i^K, V_i = y W_i^V": (n_q, d_k),
+            "weights": weights.shape,
+            "output": out.shape,
+        }
+    else:
+        shapes = {
+            "queries (decoder) y": y.shape,
+            "keys and values x": x.shape,
+            "Q_i = y W_i^Q": (n_q, d_k),
+            "K_i = x W_i^K, V_i = x W_i^V": (n_kv, d_k),
+            "weights": weights.shape,
+            "output": out.shape,
+        }
     return {
         "weights": weights,
         "output": out,
@@ -75,17 +84,41 @@ def attention_shapes(
     }
 
 
-def describe_shapes(data: dict[str, Any]) -> str:
-    """One HTML line listing the shapes, with the rule the lesson is about."""
-    parts = " &nbsp;·&nbsp; ".join(f"{name}: {shape}" for name, shape in data["shapes"].items())
-    rule = "one output row per <b>query</b>; keys and values may have any other length"
-    return f"{data['mode']}{' (causal)' if data['causal'] else ''}: {parts}<br>{rule}"
+CAUSAL_IN_CROSS = "causal mask not applied: it orders one sequence's positions (self-attention)"
+READOUT_LINES = 4  # describe_shapes' lines in every state; the readout is that tall, so no move makes the page jump
+
+
+def _math(name: str) -> str:
+    """A shape's name as HTML: W_i^Q -> W<sub>i</sub><sup>Q</sup> (no raw underscores or carets on the page)."""
+    return re.sub(r"\^(\w)", r"<sup>\1</sup>", re.sub(r"_(\w)", r"<sub>\1</sub>", name))
+
+
+def describe_shapes(data: dict[str, Any], note: str = "") -> str:
+    """Four HTML lines, each short enough not to wrap beside a laptop's file browser (about 560 CSS px): the mode
+    and its input sequences, the projections, the results, then the mode's rule (or, in its place, a warning).
+
+    Written as a browser writes HTML back (double quotes, the warning sign itself rather than &#9888;): the site
+    replays a readout through innerHTML and checks that it reads what was recorded.
+    """
+    parts = [f"{_math(name)}: {shape}" for name, shape in data["shapes"].items()]
+    inputs = 1 if data["mode"] == "self-attention" else 2  # one sequence y, or y and x
+    if note:
+        rule = f'<span style="color:#b00020">\u26a0 {note}</span>'
+    elif data["mode"] == "self-attention":
+        rule = "one sequence: n_kv = n_q, and the map is square"
+    else:
+        rule = "one output row per <b>query</b>; keys and values may have any other length"
+    dot = " &nbsp;·&nbsp; "
+    head = f"{data['mode']}{' (causal)' if data['causal'] else ''}: {dot.join(parts[:inputs])}"
+    return "<br>".join((head, dot.join(parts[inputs:-2]), dot.join(parts[-2:]), rule))
 
 
 class CrossAttentionExplorer(Explorer):
     """Sliders n_q and n_kv, a self/cross switch and a causal toggle -> each head's (n_q, n_kv) weights."""
 
-    backgrounds_kept = len(MODES)  # one per labelling of the keys
+    # One background per (mode, n_q, n_kv): the axes' limits and key labels follow them. A new pair paints its
+    # background once; the last few are kept for a learner who moves back and forth.
+    backgrounds_kept = 8
 
     def __init__(self, n_q: int = 4, n_kv: int = 6, mode: str = "cross-attention", causal: bool = False) -> None:
         for name, value, options in (
@@ -105,7 +138,9 @@ class CrossAttentionExplorer(Explorer):
             ),
             "causal": widgets.Checkbox(value=causal, description="causal mask"),
         }
-        self.text = widgets.HTML()
+        # READOUT_LINES lines in every state (the shapes, then the rule or a warning), and room for them: the
+        # explorer keeps its height (ipywidgets sets an HTML widget's lines 28 px apart).
+        self.text = widgets.HTML(layout=widgets.Layout(min_height=f"{READOUT_LINES * 28}px"))
         super().__init__(controls, figsize=(9, 3.8), dpi=80)
         self.add_readout(self.text)
         # Self-attention has one sequence: n_kv follows n_q there, on a greyed-out slider. The learner's own
@@ -127,16 +162,16 @@ class CrossAttentionExplorer(Explorer):
         kv.disabled = self_mode
 
     def setup(self, fig: Figure) -> None:
-        """One heatmap per head over every position up to MAX_LEN; positions beyond n_q or n_kv stay grey."""
+        """One heatmap per head; its axes show exactly n_q query rows and n_kv key columns."""
         axes = fig.subplots(1, X_H)
         self.suptitle = fig.suptitle(self.heading(MODES[0]), fontsize="large")
-        # A fixed MAX_LEN x MAX_LEN grid: a length change only recolours cells, so axes, ticks and labels
-        # are painted once per mode and reused (relabelling every tick on each move cost most of a refresh).
-        empty, labels = np.ma.masked_array(np.zeros((MAX_LEN, MAX_LEN)), mask=True), [f"y{i}" for i in range(MAX_LEN)]
+        labels = [f"y{i}" for i in range(MAX_LEN)]
+        # Laid out once for the largest grid; a length change then only moves the axes' limits (ticks beyond
+        # them are not drawn), so the panels keep their place on the page.
         self.images = [
             attention_heatmap(
                 ax,
-                empty,
+                np.zeros((MAX_LEN, MAX_LEN)),
                 labels,
                 labels,
                 title=f"head {i}: ({MAX_LEN} × {MAX_LEN}) weights",
@@ -146,34 +181,32 @@ class CrossAttentionExplorer(Explorer):
             for i, ax in enumerate(axes)
         ]
         for im in self.images:
-            im.set_cmap(im.get_cmap().with_extremes(bad="0.88"))  # masked = beyond the sequence
             im.axes.set_ylabel("query (decoder position)")
         settle_layout(fig)
         pin_axis_labels(*axes)
         self.labelled_mode: str | None = None  # the mode whose key labels the axes now show
-        # The key labels and the figure title follow the mode: a background per mode, drawn over the common one.
-        self.follow_key(self.suptitle, *(ax.xaxis for ax in axes))
+        # The weights and titles move; the axes (limits, labels) are the background of each (mode, n_q, n_kv).
         self.animate(*self.images, *(im.axes.title for im in self.images))
 
     @staticmethod
     def heading(mode: str) -> str:
         """Figure title: two random sequences for cross-attention, one for self-attention."""
         what = "two random sequences (decoder y, encoder x)" if mode == "cross-attention" else "one random sequence y"
-        return f"{what}, a random {X_H}-head layer (d_model = {X_DMODEL}); grey: no such position"
+        return f"{what}, a random {X_H}-head layer (d_model = {X_DMODEL})"
 
     def compute(self, mode: str, n_q: int, n_kv: int, causal: bool) -> dict[str, Any]:
-        """attention_shapes at the controls' values."""
-        return attention_shapes(n_q, n_kv, mode, causal)
+        """attention_shapes at the controls' values; a causal tick in cross-attention is shown as not applied."""
+        ignored = causal and mode == "cross-attention"
+        data = attention_shapes(n_q, n_kv, mode, causal and not ignored)
+        return {**data, "note": CAUSAL_IN_CROSS if ignored else ""}
 
     def draw(self, data: dict[str, Any]) -> None:
-        """Recolour the grids' top-left (n_q, n_kv) blocks; relabel the keys when the mode changed."""
+        """Show each head's (n_q, n_kv) weights on axes of that size; relabel the keys when the mode changed."""
         w = data["weights"]
         n_q, n_kv = w.shape[-2:]
-        # (h, MAX_LEN, MAX_LEN), zeros under the mask: masked_all's uninitialised values overflow the colour map
-        grid = np.ma.masked_array(np.zeros((X_H, MAX_LEN, MAX_LEN)), mask=True)
-        grid[:, :n_q, :n_kv] = w  # (h, n_q, n_kv) into the top-left corner; the rest stays masked
         for i, im in enumerate(self.images):
-            im.set_data(grid[i])
+            im.set_data(w[i])
+            im.set_extent((-0.5, n_kv - 0.5, n_q - 0.5, -0.5))
             # set_text, not set_title: set_title would reset the position the layout gave the title.
             im.axes.title.set_text(f"head {i}: ({n_q} × {n_kv}) weights")
         if data["mode"] != self.labelled_mode:
@@ -183,11 +216,15 @@ class CrossAttentionExplorer(Explorer):
                 im.axes.set_xlabel(f"key ({'encoder' if cross else 'decoder'} position)")
             self.suptitle.set_text(self.heading(data["mode"]))
             self.labelled_mode = data["mode"]
-        self.text.value = describe_shapes(data)
+        for im in self.images:  # after the ticks, which would widen the limits to all MAX_LEN positions
+            im.axes.set_xlim(-0.5, n_kv - 0.5)
+            im.axes.set_ylim(n_q - 0.5, -0.5)
+        self.text.value = describe_shapes(data, data["note"])
 
-    def background_key(self) -> str:
-        """The key labels, which follow the mode."""
-        return self.data["mode"]
+    def background_key(self) -> tuple[str, int, int]:
+        """The mode (key labels) and the lengths (axis limits)."""
+        w = self.data["weights"]
+        return (self.data["mode"], *w.shape[-2:])
 
 
 def cross_attention_explorer(**values: Any) -> CrossAttentionExplorer:

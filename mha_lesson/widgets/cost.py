@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from typing import Any
 
 import ipywidgets as widgets
@@ -10,7 +12,7 @@ from matplotlib.lines import Line2D
 
 from .._checks import check_heads
 from ..cost import attention_memory_bytes, flop_count, param_count
-from ..plots.cost import DESIGNS, flops_bars, legend_above, set_flops_bars, set_sweep, sweep_axes
+from ..plots.cost import DESIGNS, flops_bars, legend_above, log_y, set_flops_bars, set_sweep, sweep_axes
 from ._base import Explorer, check_start, divisors
 
 # Widths of well-known models among them (384: MiniLM, 768: BERT-base, 1024: BERT-large); all closed-form.
@@ -19,15 +21,28 @@ D_MODELS = (64, 128, 256, 384, 512, 768, 1024)
 LENGTHS = tuple(2**i for i in range(4, 14))
 ATTENTION = ("scores", "weighted_sum")  # the parts the common "same cost as one head" claim is about
 
-# Fixed axis ranges, from the smallest to the largest value the controls can reach: the axes never rescale,
-# so a move shows what really grew (and only the bars and lines need redrawing, see Explorer.animate).
-_D, _N = (D_MODELS[0], D_MODELS[-1]), (LENGTHS[0], LENGTHS[-1])
-FLOPS_RANGE = (
-    flop_count(_N[0], _N[0], _D[0], 1)["softmax"] / 3,  # the smallest bar: one head's softmax
-    flop_count(_N[1], _N[1], _D[1], _D[1], split=False)["total"] * 3,  # the largest: naive total at h = d_model
+# Sweep series drawn in each lower panel, in panel order: FLOPs, parameters, memory.
+PANEL_SERIES = (
+    ("split_total", "naive_total", "split_attention", "naive_attention"),
+    ("split_params", "naive_params"),
+    ("memory",),
 )
-PARAMS_RANGE = (param_count(_D[0], 1) / 3, param_count(_D[1], _D[1], split=False) * 3)
-MEMORY_RANGE = (attention_memory_bytes(_N[0], _N[0], 1) / 3, attention_memory_bytes(_N[1], _N[1], _D[1]) * 3)
+MARGIN = 1.5  # room above the largest and below the smallest value, as a factor on the log axis
+
+
+def fit_range(values: Iterable[float]) -> tuple[float, float]:
+    """A log-axis range around values, snapped out to half-decades so a small move keeps the same axes."""
+    values = list(values)
+    lo = math.floor(2 * math.log10(min(values) / MARGIN)) / 2
+    hi = math.ceil(2 * math.log10(max(values) * MARGIN)) / 2
+    return 10.0**lo, 10.0**hi
+
+
+def axis_ranges(table: dict[str, Any]) -> tuple[tuple[float, float], ...]:
+    """The y ranges of the bars and of the three sweep panels, fitted to what `table` draws in them."""
+    bars = fit_range(v for f in table["flops"].values() for v in f.values())
+    sweeps = (fit_range(v for name in names for v in table["sweep"][name]) for names in PANEL_SERIES)
+    return (bars, *sweeps)
 
 
 def cost_table(d_model: int = 512, h: int = 8, n: int = 128) -> dict[str, Any]:
@@ -92,7 +107,13 @@ def summary(table: dict[str, Any]) -> str:
 
 
 class CostExplorer(Explorer):
-    """Sliders h, d_model, n -> FLOPs by part, and FLOPs, parameters and memory against h, for both designs."""
+    """Sliders h, d_model, n -> FLOPs by part, and FLOPs, parameters and memory against h, for both designs.
+
+    Each panel's log axis fits what it shows (snapped to half-decades), so an 8x difference fills a visible part of
+    it; a move that keeps every range only redraws the bars and lines over a cached background.
+    """
+
+    backgrounds_kept = 8  # one per set of axis ranges: moving back and forth stays a blit
 
     def __init__(self, d_model: int = 512, h: int = 8, n: int = 128) -> None:
         check_start("d_model", d_model, D_MODELS)
@@ -104,18 +125,28 @@ class CostExplorer(Explorer):
             "n": widgets.SelectionSlider(options=LENGTHS, value=n, description="n (tokens)"),
         }
         self.text = widgets.HTML()
-        super().__init__(controls, figsize=(11, 6.6), dpi=72)
+        # 584 x 648 CSS pixels: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so its 9-point
+        # text shows at 10 CSS pixels there too; the three sweeps take two rows to stay that narrow.
+        super().__init__(controls, figsize=(7.3, 8.1), dpi=80)
         self.keep_heads_valid()
         self.add_readout(self.text)
-        # The first render laid the axes out; keeping that layout saves re-solving it on every move.
+        # The first render laid the axes out; keeping that layout saves re-solving it on every move. The picture is
+        # painted again at that layout, and only then are the neighbours' backgrounds painted ahead (warm): painted
+        # under the layout engine, each would have moved the axes a fraction of a pixel from the first picture's.
         self.figure.set_layout_engine("none")
+        self.warm_controls = ("h", "n")
+        self.invalidate_background()
+        self.refresh()
+        self.warm()
 
     def setup(self, fig: Figure) -> None:
-        """Four panels on fixed ranges: bars by part on top, then total FLOPs, parameters and memory against h."""
-        grid = fig.add_gridspec(2, 3)
+        """Four panels: bars by part on top, FLOPs against h below, then parameters and memory against h."""
+        grid = fig.add_gridspec(3, 2, height_ratios=(1.15, 1, 1))
         self.ax_bars = fig.add_subplot(grid[0, :])
-        axes = [fig.add_subplot(grid[1, i]) for i in range(3)]
-        self.bars = flops_bars(self.ax_bars, cost_table()["flops"], FLOPS_RANGE)
+        axes = [fig.add_subplot(grid[1, :]), fig.add_subplot(grid[2, 0]), fig.add_subplot(grid[2, 1])]
+        start = cost_table()
+        self.ranges = axis_ranges(start)
+        self.bars = flops_bars(self.ax_bars, start["flops"], self.ranges[0])
         blue, red = {"color": DESIGNS["split"][1]}, {"color": DESIGNS["naive"][1]}
         dashed = {"linestyle": "--"}
         flops = {
@@ -127,9 +158,9 @@ class CostExplorer(Explorer):
         params = {"split_params": blue, "naive_params": red}
         memory = {"memory": {"color": "C4", "label": "both h-head designs"}}
         panels = [  # (title, y label, {series of cost_table()["sweep"]: line style}, y range)
-            ("FLOPs against h", "FLOPs", flops, FLOPS_RANGE),
-            ("parameters against h", "learned numbers", params, PARAMS_RANGE),
-            ("attention-weight memory against h", "bytes (float32)", memory, MEMORY_RANGE),
+            ("FLOPs against h", "FLOPs", flops, self.ranges[1]),
+            ("parameters against h", "learned numbers", params, self.ranges[2]),
+            ("attention-weight memory against h", "bytes (float32)", memory, self.ranges[3]),
         ]
         self.sweeps = []
         for ax, (title, ylabel, styles, ylim) in zip(axes, panels, strict=True):
@@ -144,7 +175,7 @@ class CostExplorer(Explorer):
         handles, labels = self.ax_bars.get_legend_handles_labels()
         handles.append(Line2D([], [], color="k", linestyle=":"))
         labels.append("current h")
-        fig.legend(handles, labels, loc="outside upper center", ncols=4, fontsize=9)
+        fig.legend(handles, labels, loc="outside upper center", ncols=2, fontsize=9)
         # Only these change on a move; everything else (axes, ticks, legends) is painted once and reused.
         self.animate(*(rect for bars in self.bars.values() for rect in bars.patches))
         self.animate(*(artist for _, lines, marker in self.sweeps for artist in (*lines.values(), marker)))
@@ -154,7 +185,15 @@ class CostExplorer(Explorer):
     def compute(self, d_model: int, h: int, n: int) -> dict[str, Any]:
         return cost_table(d_model, h, n)
 
+    def background_key(self) -> tuple[tuple[float, float], ...]:
+        return self.ranges  # the axes (ticks, grid) are the still background: one per set of ranges
+
     def draw(self, data: dict[str, Any]) -> None:
+        ranges = axis_ranges(data)
+        if ranges != self.ranges:
+            for ax, ylim in zip((self.ax_bars, *(ax for ax, _, _ in self.sweeps)), ranges, strict=True):
+                log_y(ax, ylim)
+            self.ranges = ranges
         set_flops_bars(self.ax_bars, self.bars, data["flops"], fit=False)
         # set_text, not set_title: set_title would move the title back to its default place under the blit.
         self.ax_bars.title.set_text(

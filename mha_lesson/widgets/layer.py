@@ -11,7 +11,7 @@ from typing import Any
 import ipywidgets as widgets
 from matplotlib.figure import Figure
 
-from ..plots.layer import FIGSIZE, draw_layer, layer_shapes, set_shapes, title
+from ..plots.layer import FIGSIZE, draw_layer, layer_shapes, new_layer_axes, set_shapes, title
 from ._base import Explorer, check_start, divisors
 
 D_MODELS = (8, 12, 16, 24, 32, 64, 512)  # small widths whose every number fits a box; 512 is the paper's
@@ -36,7 +36,7 @@ class LayerExplorer(Explorer):
 
     def setup(self, fig: Figure) -> None:
         """The boxes and arrows, once; the shape texts and the title move."""
-        ax = fig.add_subplot()
+        ax = new_layer_axes(fig)
         self.texts = draw_layer(ax)
         self.title = ax.set_title(" ", fontsize=10)
         self.animate(*self.texts.values(), self.title)

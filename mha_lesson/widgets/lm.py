@@ -34,6 +34,9 @@ STEPS = 300  # steps per press of Train (the default model: about 0.1 s a step o
 REDRAW = 25  # steps between redraws while training
 SMOOTH = 25  # steps in the loss curve's running mean
 EVAL_WINDOWS = 32  # validation windows of n_ctx characters: the validation points, cheap enough for every redraw
+# "shipped model": the loss axis starts this many steps before the shipped run's end, so the new steps fill most
+# of it (300 of 500 at the first press, not 300 of 3,800) and the shipped curve's end, in grey, stays as context.
+CONTEXT = 200
 CONTINUE_LR = 1e-4  # "shipped model": a constant learning rate, the shipped run's final one (a tenth of its peak)
 SCRATCH, SHIPPED = "scratch", "shipped model"
 STARTS = (SCRATCH, SHIPPED)
@@ -298,6 +301,8 @@ class LMTrainingExplorer(BackgroundTraining, Explorer):
                 raise ValueError(f"{name}: expected an integer from 0 to {count - 1}, got {value!r}")
         data = self.view(start)
         weights = data["attention"][layer, head]  # (T, T): a cached snapshot, no forward pass
+        offset = data["offset"]
+        xmax = offset + max(self.steps_per_press, data["target"], data["step"] - offset)
         return data | {
             "start": start,
             "layer": layer,
@@ -306,11 +311,14 @@ class LMTrainingExplorer(BackgroundTraining, Explorer):
             # mean over queries 1.. (query 0 can only see itself) of the weight on the previous character, on itself
             "previous": float(np.diagonal(weights, -1).mean()),
             "itself": float(np.diagonal(weights)[1:].mean()),
-            "xmax": data["offset"] + max(self.steps_per_press, data["target"], data["step"] - data["offset"]),
+            "xmax": xmax,
+            # the loss axis: from scratch the whole run from step 0; on from the shipped model the shipped run's
+            # last CONTEXT steps, then the new ones
+            "xlim": (max(0, offset - CONTEXT), xmax),
         }
 
     def background_key(self) -> tuple[str, int]:
-        """The x range follows the start and the steps pressed for."""
+        """The x range follows the start (its first step shown) and the steps pressed for."""
         return (self.data["start"], self.data["xmax"]) if self.data else ("", 0)
 
     def setup(self, fig: Figure) -> None:
@@ -354,8 +362,8 @@ class LMTrainingExplorer(BackgroundTraining, Explorer):
         else:
             self.mean.set_data([], [])
         self.val.set_data(data["val"][:, 0], data["val"][:, 1])
-        if self.ax_loss.get_xlim() != (0, data["xmax"]):
-            self.ax_loss.set_xlim(0, data["xmax"])
+        if self.ax_loss.get_xlim() != data["xlim"]:
+            self.ax_loss.set_xlim(*data["xlim"])
         self.im.set_data(data["map"])
         self.map_title.set_text(f"layer {data['layer']}, head {data['head']}")
         self.progress.max = self.steps_per_press

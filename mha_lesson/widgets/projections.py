@@ -8,12 +8,14 @@ from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
+from matplotlib import patheffects
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from ..embeddings import EXAMPLE_TOKENS, random_token_embeddings
 from ..multihead import multi_head_attention_loop
 from ..plots.attention import attention_heatmap
-from ..plots.projections import set_token_plane, token_plane
+from ..plots.projections import set_token_plane, token_colours, token_plane
 from ..projections import MHAParams, init_params
 from ._base import Explorer, check_start, divisors, pin_axis_labels, set_options, settle_layout
 
@@ -106,23 +108,31 @@ def projection_view(
 
 
 class ProjectionExplorer(Explorer):
-    """Controls h, head, view, shared, seed -> one head's queries and keys in 2-D, beside its attention map."""
+    """Controls h, head, view, shared, seed, query -> one head's queries and keys in 2-D, beside its attention map;
+    each token has one colour in both, and the chosen query is ringed in the plane and outlined in the map."""
 
     backgrounds_kept = 8  # (view, plane size) pairs: nice_limit keeps them few
+    # Sharp on HiDPI: a move draws 16 points with their labels, a few lines and one 8 x 8 map over a cached background.
+    pixel_ratio = 2
 
-    def __init__(self, h: int = 4, head: int = 0, seed: int = 0) -> None:
+    def __init__(self, h: int = 4, head: int = 0, seed: int = 0, query: int = 0) -> None:
         check_start("h", h, HEADS)
         check_start("head", head, range(h))
         check_start("seed", seed, range(10))
+        check_start("query", query, range(len(EXAMPLE_TOKENS)))
         controls = {
             "h": widgets.SelectionSlider(options=HEADS, value=h, description="h"),
             "head": widgets.SelectionSlider(options=tuple(range(h)), value=head, description="head i"),
             "view": widgets.ToggleButtons(options=VIEWS, value="pca", description="view"),
             "shared": widgets.Checkbox(value=False, description="same W for every head"),
             "seed": widgets.IntSlider(value=seed, min=0, max=9, description="weights seed"),
+            "query": widgets.SelectionSlider(
+                options=[(t, j) for j, t in enumerate(EXAMPLE_TOKENS)], value=query, description="query"
+            ),
         }
         self.text = widgets.HTML()
-        super().__init__(controls, figsize=(10, 4.6), dpi=72)
+        # 880 x 440 CSS pixels: the plane about 300 pixels square, text at 9 points 10 pixels tall.
+        super().__init__(controls, figsize=(11, 5.5), dpi=80)
         self._keep_head_valid()
         self.add_readout(self.text)
 
@@ -139,20 +149,29 @@ class ProjectionExplorer(Explorer):
     def setup(self, fig: Figure) -> None:
         """Left: the token plane; right: the head's attention map."""
         self.ax_plane, self.ax_map = fig.subplots(1, 2, width_ratios=(1, 1.15))
-        self.plane_artists = token_plane(self.ax_plane, EXAMPLE_TOKENS)
         n = len(EXAMPLE_TOKENS)
+        self.colours = token_colours(n)
+        self.plane = token_plane(self.ax_plane, EXAMPLE_TOKENS, self.colours)
         self.im = attention_heatmap(self.ax_map, np.zeros((n, n)), EXAMPLE_TOKENS, EXAMPLE_TOKENS, annotate=False)
-        # What a move changes: the points, their labels, the map and the titles. The frames, ticks, axis labels
-        # and legend are painted once per view and plane size (background_key) and reused.
-        # Text is drawn glyph by glyph, so what changes is kept short: a still title over a one-line readout.
-        queries, keys, q_text, k_text = self.plane_artists
+        # Each token's row and column of the map are labelled in its colour, the colour of its points in the plane.
+        for labels in (self.ax_map.get_yticklabels(), self.ax_map.get_xticklabels()):
+            for label, colour in zip(labels, self.colours, strict=True):
+                label.set_color(colour)
+        # The chosen query's row: a white frame with a black rim shows on viridis' dark and light ends alike.
+        self.row_outline = self.ax_map.add_patch(
+            Rectangle((-0.5, -0.5), n, 1, fill=False, edgecolor="w", linewidth=2, zorder=2, clip_on=False)
+        )
+        self.row_outline.set_path_effects([patheffects.Stroke(linewidth=4, foreground="k"), patheffects.Normal()])
+        # What a move changes: the points, their labels, the chosen query's lines, the map, its outline and the
+        # titles. The frames, ticks, axis labels and legend are painted once per view and plane size
+        # (background_key) and reused. Text is drawn glyph by glyph, so what changes is kept short.
         self.ax_plane.set_title("queries and keys in one head's space", fontsize=10, pad=16)
         self.plane_info = self.ax_plane.text(
             0.5, 1.02, "", transform=self.ax_plane.transAxes, ha="center", va="bottom", fontsize=9
         )
         self.ax_map.title.set_fontsize(10)
-        self.animate(queries, keys, *q_text, *k_text, self.plane_info, self.im, self.ax_map.title)
-        # Lay out once, before the first draw places any label: spread_labels works in screen units, so it must
+        self.animate(*self.plane.artists(), self.plane_info, self.im, self.row_outline, self.ax_map.title)
+        # Lay out once, before the first draw places any label: place_labels works in screen units, so it must
         # see the panels where they stay. The longest axis labels reserve their room.
         self.ax_plane.set_xlabel("coordinate 0 of the head's space (its first column)")
         self.ax_plane.set_ylabel("coordinate 1 (its second column)")
@@ -162,12 +181,13 @@ class ProjectionExplorer(Explorer):
         # over the common one (a full draw on each new size was the slowest move).
         self.follow_key(self.ax_plane.xaxis, self.ax_plane.yaxis)
 
-    def compute(self, h: int, head: int, view: str, shared: bool, seed: int) -> dict[str, Any]:
-        return projection_view(h, head, view, shared, seed)
+    def compute(self, h: int, head: int, view: str, shared: bool, seed: int, query: int) -> dict[str, Any]:
+        return projection_view(h, head, view, shared, seed) | {"query": query}
 
     def draw(self, data: dict[str, Any]) -> None:
-        i, d_k = data["head"], data["d_k"]
-        set_token_plane(self.ax_plane, self.plane_artists, data["q2"], data["k2"])
+        i, d_k, q = data["head"], data["d_k"], data["query"]
+        set_token_plane(self.ax_plane, self.plane, data["q2"], data["k2"], q, data["weights"][q])
+        self.row_outline.set_y(q - 0.5)
         if data["view"] == "pca":
             self.ax_plane.set_xlabel("direction 1 of the best plane in the head's space")
             self.ax_plane.set_ylabel("direction 2")
@@ -178,7 +198,7 @@ class ProjectionExplorer(Explorer):
         self.plane_info.set_text(f"head {i}, d_k = {d_k}: the plane shows {kept}")
         self.im.set_data(data["weights"])
         # set_text, not set_title: set_title would reset the position the first full draw gave the title.
-        self.ax_map.title.set_text(f"head {i} of {data['h']}: attention weights")
+        self.ax_map.title.set_text(f"head {i} of {data['h']}: attention weights, query “{data['tokens'][q]}” framed")
         self.text.value = self.summary(data)
 
     def background_key(self) -> tuple[str, float]:
@@ -187,8 +207,9 @@ class ProjectionExplorer(Explorer):
 
     @staticmethod
     def summary(data: dict[str, Any]) -> str:
-        """One HTML paragraph: the head's columns and shapes, what a score is, and how exact the picture is."""
-        i, d_k, h = data["head"], data["d_k"], data["h"]
+        """One HTML paragraph: the head's columns and shapes, what a score is, how exact the picture is, and what
+        the highlight shows."""
+        i, d_k, h, q = data["head"], data["d_k"], data["h"], data["query"]
         a, b = data["columns"]
         exact = (
             "With d_k = 2 the plane is the head's whole space: its dot products are exact."
@@ -204,10 +225,13 @@ class ProjectionExplorer(Explorer):
         return (
             f"Head {i} owns columns {a}:{b} of W<sup>Q</sup>, W<sup>K</sup>, W<sup>V</sup>, so Q<sub>{i}</sub>, "
             f"K<sub>{i}</sub>, V<sub>{i}</sub> are ({len(data['tokens'])}, {d_k}). A score is a dot product q · k: a "
-            f"query gives most weight to keys that point its way. {exact}{same}"
+            f"query gives most weight to keys that point its way. {exact}{same} Each token has one colour in both "
+            f"panels. The framed row of the map is the query “{data['tokens'][q]}”: in the plane its circle is "
+            "ringed, with a line to each key as thick as that key's weight."
         )
 
 
-def projection_explorer(h: int = 4, head: int = 0, seed: int = 0) -> ProjectionExplorer:
-    """The lesson 3 explorer: 8 tokens, d_model = 16, h = 4 heads of d_k = 4 by default."""
-    return ProjectionExplorer(h, head, seed)
+def projection_explorer(h: int = 4, head: int = 0, seed: int = 0, query: int = 0) -> ProjectionExplorer:
+    """The lesson 3 explorer: 8 tokens, d_model = 16, h = 4 heads of d_k = 4 by default; query picks the token
+    whose query is highlighted."""
+    return ProjectionExplorer(h, head, seed, query)

@@ -16,6 +16,12 @@ import numpy as np
 
 from .._checks import check_nonnegative_int
 from ..aids.flashcards import Card, load_deck
+from ..notation import html_scripts
+
+
+def _html(text: str) -> str:
+    """A card's text as HTML that no MathJax typesets: escaped, with W^O and $W^O$ as W<sup>O</sup>."""
+    return html_scripts(html.escape(text), mathjax=False)
 
 
 class Quiz:
@@ -142,10 +148,10 @@ class Quiz:
         else:
             self.progress.value = (
                 f"<b>Card {marked + 1} of {total}</b> &middot; {right} right, {marked - right} wrong"
-                f" &middot; <span style='color:#666'>{html.escape(card.section)}</span>"
+                f" &middot; <span style='color:#666'>{_html(card.section)}</span>"
             )
-            self.question.value = f"<h3>{html.escape(card.question)}</h3>"
-            self.answer.value = f"<p><b>Answer:</b> {html.escape(card.answer)}</p>" if self.revealed else ""
+            self.question.value = f"<h3>{_html(card.question)}</h3>"
+            self.answer.value = f"<p><b>Answer:</b> {_html(card.answer)}</p>" if self.revealed else ""
         self.buttons["reveal"].disabled = card is None or self.revealed
         self.buttons["right"].disabled = self.buttons["wrong"].disabled = not self.revealed
         self.buttons["skip"].disabled = card is None or len(self.queue) < 2
@@ -154,8 +160,7 @@ class Quiz:
     def static_html(self) -> str:
         """Every card of the deck with its answer folded away: what a static (no-JavaScript) page shows."""
         items = "".join(
-            f"<li><b>{html.escape(c.question)}</b><details><summary>answer</summary>{html.escape(c.answer)}"
-            "</details></li>"
+            f"<li><b>{_html(c.question)}</b><details><summary>answer</summary>{_html(c.answer)}</details></li>"
             for c in self.cards
         )
         return f"<div class='mha-quiz-static'><p>{len(self.cards)} flashcards:</p><ol>{items}</ol></div>"
