@@ -15,7 +15,17 @@ from PIL import Image
 
 from benchmarks.widgets import all_explorers, neighbour
 from mha_lesson.plots import style
-from mha_lesson.widgets._base import PINNED_CLASS, UNUSED, Explorer, encode_png, neighbours, offers, set_options
+from mha_lesson.widgets._base import (
+    NATURAL_BUTTONS,
+    PINNED_CLASS,
+    UNUSED,
+    Explorer,
+    encode_png,
+    fit_labels,
+    neighbours,
+    offers,
+    set_options,
+)
 
 EXPLORERS = all_explorers()
 
@@ -308,3 +318,36 @@ def test_offers_reads_options_or_bounds():
     assert not offers(widgets.SelectionSlider(options=(1, 2)), 4)
     assert offers(widgets.ToggleButtons(options=(("none", -1), ("0", 0))), -1)
     assert offers(widgets.IntSlider(min=0, max=9), 9) and not offers(widgets.IntSlider(min=0, max=9), 10)
+
+
+# --------------------------------------------------------------------------- labels shown whole
+def test_fit_labels_frees_descriptions_and_buttons_from_ipywidgets_fixed_widths():
+    seed = widgets.IntSlider(description="weights seed")
+    view = widgets.ToggleButtons(options=("best 2-D plane", "coordinates 0 and 1"), description="view")
+    narrow = widgets.ToggleButtons(options=("0", "1"), description="layer")
+    narrow.style.button_width = "3em"  # an explorer's own width is kept
+    own = widgets.IntSlider(description="n")
+    own.style.description_width = "40px"
+    for control in (seed, view, narrow, own):
+        fit_labels(control)
+    # ipywidgets' "" means its 80 CSS px for a description and 148 for a toggle button, cutting longer text
+    assert (seed.style.description_width, view.style.description_width, own.style.description_width) == (
+        "initial",
+        "initial",
+        "40px",
+    )
+    assert (view.style.button_width, narrow.style.button_width) == ("auto", "3em")
+    assert NATURAL_BUTTONS in view._dom_classes and NATURAL_BUTTONS not in narrow._dom_classes
+    for buttons in (view, narrow):  # laid out as a row, the buttons beside their label (not under it)
+        assert {"widget-inline-hbox", "jupyter-widget-inline-hbox"} <= set(buttons._dom_classes)
+
+
+@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
+def test_every_explorer_shows_its_control_labels_whole(cls):
+    explorer = cls()
+    for name, control in explorer.controls.items():
+        if getattr(control, "description", "") and hasattr(control, "style"):
+            assert control.style.description_width, f"{name}: description cut to ipywidgets' 80 px"
+        if isinstance(control, widgets.ToggleButtons):
+            assert control.style.button_width, f"{name}: buttons cut to ipywidgets' 148 px"
+            assert "widget-inline-hbox" in control._dom_classes, f"{name}: buttons under their label"

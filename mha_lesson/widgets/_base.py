@@ -51,11 +51,16 @@ from ..plots.style import RC
 
 FIT_WIDTH = "calc(100% - 4px)"  # an explorer's figure at most as wide as its output area
 PINNED_CLASS = "mha-pinned"
+NATURAL_BUTTONS = "mha-natural-buttons"  # toggle buttons as wide as their labels (see fit_labels)
 # The page style of every explorer. ipywidgets greys only a disabled slider's track: a pinned control fades as a
-# whole, loses its colour and says so with its cursor, so that it reads as fixed at a glance.
+# whole, loses its colour and says so with its cursor, so that it reads as fixed at a glance. Labels that fit_labels
+# freed from ipywidgets' fixed widths keep those widths as a minimum, so short labels still line up in columns.
 STYLE = f"""<style>
 .{PINNED_CLASS} {{ opacity: 0.45; filter: grayscale(100%); cursor: not-allowed; }}
 .{PINNED_CLASS} .widget-readout, .{PINNED_CLASS} .widget-label {{ font-style: italic; }}
+.mha-controls .widget-label {{ min-width: var(--jp-widgets-inline-label-width); }}
+.mha-controls .widget-checkbox {{ width: auto; min-width: var(--jp-widgets-inline-width); }}
+.{NATURAL_BUTTONS} .widget-toggle-button {{ min-width: var(--jp-widgets-inline-width-short); }}
 </style>"""
 UNUSED = None  # pin's value for a control whose value nothing uses: it is hidden, keeping its room
 
@@ -72,6 +77,26 @@ def set_options(slider: widgets.SelectionSlider, options: Sequence[Any], value: 
     orientation = slider.orientation
     slider.orientation = "vertical" if orientation == "horizontal" else "horizontal"
     slider.orientation = orientation
+
+
+def fit_labels(control: widgets.Widget) -> None:
+    """Show a control's description and option labels whole, with the buttons of toggle buttons beside their label.
+
+    ipywidgets gives a description 80 CSS px and a toggle button 148, cutting longer text with an ellipsis
+    ("weights s…", "coordinates 0 an…"): here a description takes its own width and toggle buttons without a
+    width of their own take their labels' (STYLE keeps the defaults as minimum widths). ipywidgets 8 lays out
+    toggle buttons as a block, their label above them: the inline-hbox class puts the label beside them, as a
+    slider's.
+    """
+    style = getattr(control, "style", None)
+    if getattr(control, "description", "") and style is not None and not style.description_width:
+        style.description_width = "initial"
+    if isinstance(control, widgets.ToggleButtons):
+        control.add_class("widget-inline-hbox")
+        control.add_class("jupyter-widget-inline-hbox")
+        if not control.style.button_width:
+            control.style.button_width = "auto"
+            control.add_class(NATURAL_BUTTONS)
 
 
 def offers(control: widgets.ValueWidget, value: Any) -> bool:
@@ -237,6 +262,7 @@ class Explorer:
         self.widget.add_class("mha-explorer")
         self.widget.add_class(f"mha-explorer-{type(self).__name__}")  # lets the browser tests name it
         for control in controls.values():
+            fit_labels(control)
             control.observe(self._on_change, names="value")
         with matplotlib.rc_context(RC):  # the series' fonts, whatever the notebook set (refresh does the same)
             self.setup(self.figure)
