@@ -192,8 +192,8 @@ def readout_lines(html: str) -> list[str]:
 
 @pytest.mark.parametrize("source, h", [("toy sentence", 4), ("random", 16), ("random", 1)])
 def test_the_readout_has_the_same_lines_for_every_choice(source, h):
-    """The readout for "none" and for a head used to take one and two lines: the page jumped 28 px. Every choice now writes
-    READOUT_LINES short lines, in a readout that tall."""
+    """The readout for "none" and for a head used to take one and two lines: the page jumped 28 px. Every choice
+    now writes READOUT_LINES short lines, in a readout that tall."""
     e = ablation_explorer(source=source, h=h, off=NONE)
     assert e.text.layout.min_height == f"{READOUT_LINES * 28}px"
     for off in (NONE, *range(e.data["h"])):
