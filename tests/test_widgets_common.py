@@ -18,6 +18,7 @@ from mha_lesson.plots import style
 from mha_lesson.widgets._base import (
     NATURAL_BUTTONS,
     PINNED_CLASS,
+    STYLE,
     UNUSED,
     Explorer,
     encode_png,
@@ -351,3 +352,12 @@ def test_every_explorer_shows_its_control_labels_whole(cls):
         if isinstance(control, widgets.ToggleButtons):
             assert control.style.button_width, f"{name}: buttons cut to ipywidgets' 148 px"
             assert "widget-inline-hbox" in control._dom_classes, f"{name}: buttons under their label"
+
+
+def test_a_readouts_sub_and_superscripts_keep_its_lines_height():
+    """Lesson 6's readout was 9 px taller for a head (head<sub>i</sub> W<sup>O</sup>) than for "none" (measured in
+    Chromium): the page style sets them off the baseline without line height."""
+    rules = {rule.split("{")[0].strip(): rule.split("{")[1] for rule in STYLE.split("}") if "{" in rule}
+    scripts = rules[".mha-readout :is(sub, sup)"]
+    assert "line-height: 0" in scripts and "vertical-align: baseline" in scripts and "position: relative" in scripts
+    assert "top: -" in rules[".mha-readout sup"] and "top: 0." in rules[".mha-readout sub"]

@@ -54,13 +54,18 @@ PINNED_CLASS = "mha-pinned"
 NATURAL_BUTTONS = "mha-natural-buttons"  # toggle buttons as wide as their labels (see fit_labels)
 # The page style of every explorer. ipywidgets greys only a disabled slider's track: a pinned control fades as a
 # whole, loses its colour and says so with its cursor, so that it reads as fixed at a glance. Labels that fit_labels
-# freed from ipywidgets' fixed widths keep those widths as a minimum, so short labels still line up in columns.
+# freed from ipywidgets' fixed widths keep those widths as a minimum, so short labels still line up in columns. A
+# sub- or superscript in a readout (head<sub>i</sub>) keeps its line's height: set off its baseline it made the line
+# 9 px taller, and the page jumped when it came or went (lesson 6: "none" has none, a head has three).
 STYLE = f"""<style>
 .{PINNED_CLASS} {{ opacity: 0.45; filter: grayscale(100%); cursor: not-allowed; }}
 .{PINNED_CLASS} .widget-readout, .{PINNED_CLASS} .widget-label {{ font-style: italic; }}
 .mha-controls .widget-label {{ min-width: var(--jp-widgets-inline-label-width); }}
 .mha-controls .widget-checkbox {{ width: auto; min-width: var(--jp-widgets-inline-width); }}
 .{NATURAL_BUTTONS} .widget-toggle-button {{ min-width: var(--jp-widgets-inline-width-short); }}
+.mha-readout :is(sub, sup) {{ line-height: 0; vertical-align: baseline; position: relative; }}
+.mha-readout sup {{ top: -0.45em; }}
+.mha-readout sub {{ top: 0.25em; }}
 </style>"""
 UNUSED = None  # pin's value for a control whose value nothing uses: it is hidden, keeping its room
 
