@@ -358,6 +358,17 @@ PAGE_LIB = r"""
   };
   // Each explorer in a narrow window: its figure's box against its natural CSS size, and how far the figure and the
   // whole explorer reach past the output area's right edge (or need a sideways scroll inside it).
+  // Control labels shown cut off (ipywidgets ends a text too long for its box with an ellipsis).
+  const cutLabels = (root) => [...root.querySelectorAll(
+    '.mha-controls :is(.widget-label, .widget-label-basic, .widget-toggle-button, .widget-readout)')]
+    .filter((el) => el.offsetParent && el.textContent.trim() && el.scrollWidth > el.clientWidth + 1)
+    .map((el) => `"${el.textContent.trim()}" (${el.scrollWidth} px of text in ${el.clientWidth})`);
+  // Toggle buttons whose first button sits on a line below their label instead of beside it.
+  const stackedButtons = (root) => [...root.querySelectorAll('.mha-controls .widget-toggle-buttons')].filter((tb) => {
+    const label = tb.querySelector('.widget-label'), first = tb.querySelector('.widget-toggle-button');
+    return label && label.textContent.trim() && first &&
+      first.getBoundingClientRect().top >= label.getBoundingClientRect().bottom - 1;
+  }).map((tb) => `"${tb.querySelector('.widget-label').textContent.trim()}"`);
   M.fit = () => {
     const out = [];
     M.panel.content.widgets.forEach((cell, index) => {
@@ -374,7 +385,7 @@ PAGE_LIB = r"""
           figureOver: box && box.width ? Math.round(box.right - area.right) : 0,
           explorerOver: Math.round(root.getBoundingClientRect().right - area.right),
           scroll: Math.max(output.scrollWidth - output.clientWidth, root.scrollWidth - root.clientWidth),
-          area: Math.round(area.width)});
+          area: Math.round(area.width), cut: cutLabels(root), stacked: stackedButtons(root)});
       }
     });
     return out;
@@ -458,7 +469,8 @@ class Visit:
     @property
     def laptop_problems(self) -> list[str]:
         """Explorers that do not fit a 1024-pixel window with the file browser open: cut off, scrolling sideways,
-        stretched or squeezed out of shape, or shrunk although they would fit."""
+        stretched or squeezed out of shape, or shrunk although they would fit; control labels cut off, and toggle
+        buttons that sit below their label."""
         problems = []
         for e in self.laptop:
             where = f"cell {e['cell']} {e['name']}"
@@ -466,6 +478,8 @@ class Visit:
                 problems.append(f"{where}: reaches {max(e['figureOver'], e['explorerOver'])} px past the output area")
             if e["scroll"] > 1:
                 problems.append(f"{where}: scrolls sideways by {e['scroll']} px")
+            problems += [f"{where}: label cut off: {label}" for label in e.get("cut", [])]
+            problems += [f"{where}: toggle buttons below their label {label}" for label in e.get("stacked", [])]
             if not e["shown"] or not e["natural"]:
                 continue
             if e["shown"] > e["natural"] + 1:

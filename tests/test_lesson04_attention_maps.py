@@ -70,8 +70,9 @@ def test_explorer_draws_each_head_with_queries_on_rows():
     # queries on rows, labelled once per row of panels (every panel has the same queries)
     first = e.images[0].axes
     assert [t.get_text() for t in first.get_yticklabels()] == list(toy.TOKENS) and "query" in first.get_ylabel()
-    # the toy fixes d_model, h, n and seed: their sliders are greyed out
+    # the toy fixes d_model, h, n and seed: their sliders are pinned (seed hidden: the toy has none)
     assert all(e.controls[c].disabled for c in ("d_model", "h", "n", "seed"))
+    assert e.controls["seed"].layout.visibility == "hidden"
     png = e.image.value
     e.controls["causal"].value = True
     assert e.image.value != png and np.all(np.triu(e.images[1].get_array(), k=1) == 0)
@@ -183,3 +184,36 @@ def test_the_grid_keeps_a_cell_wide_figure_and_adds_rows_for_more_heads():
         assert len(panels) == rows and e.css_size()[0] <= 950, (h, e.css_size())
     e.set(source="toy sentence")
     assert e.css_size()[0] <= 950
+
+
+SIZES = ("d_model", "h", "n")
+
+
+def test_the_toy_sentence_pins_its_own_sizes_and_random_gives_back_the_learners():
+    """The pinned sliders read what the toy sentence uses (not the learner's random sizes); back on random they,
+    and the picture, are the learner's again."""
+    learner = {"d_model": 128, "h": 8, "n": 13, "seed": 3}
+    e = attention_map_explorer(**learner)
+    e.controls["source"].value = "toy sentence"
+    p = toy.toy_params()
+    toy_sizes = {"d_model": p.d_model, "h": p.h, "n": len(toy.TOKENS)}
+    assert {c: e.controls[c].value for c in SIZES} == toy_sizes == {c: e.data[c] for c in SIZES}
+    assert len(e.images) == p.h and e.images[0].get_array().shape == (len(toy.TOKENS), len(toy.TOKENS))
+    assert all(e.controls[c].disabled and "mha-pinned" in e.controls[c]._dom_classes for c in learner)
+    assert [e.controls[c].layout.visibility for c in SIZES] == [None] * 3
+    assert e.controls["seed"].layout.visibility == "hidden"
+    np.testing.assert_array_equal(np.stack([im.get_array() for im in e.images]), toy.toy_weights())
+    e.controls["source"].value = "random"
+    assert {c: e.controls[c].value for c in learner} == learner
+    assert not any(e.controls[c].disabled or "mha-pinned" in e.controls[c]._dom_classes for c in learner)
+    assert e.controls["seed"].layout.visibility is None
+    assert e.image.value == attention_map_explorer(**learner).image.value
+
+
+def test_a_toy_start_pins_the_toy_sizes_and_keeps_the_learners_for_random():
+    e = attention_map_explorer(source="toy sentence", d_model=16, h=2, n=30, seed=4)
+    p = toy.toy_params()
+    assert [e.controls[c].value for c in SIZES] == [p.d_model, p.h, len(toy.TOKENS)]
+    e.controls["source"].value = "random"
+    assert e.data["source"] == "random"
+    assert [e.controls[c].value for c in (*SIZES, "seed")] == [16, 2, 30, 4] and e.data["weights"].shape == (2, 30, 30)

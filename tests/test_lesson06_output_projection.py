@@ -1,6 +1,7 @@
 """Lesson 6: the W^O block identity, ablation by without_heads, loop vs batched, and the ablation explorer."""
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 
 import mha_lesson as mha
 from mha_lesson.demos import toy
-from mha_lesson.widgets.ablation import NONE, ablation, ablation_explorer
+from mha_lesson.widgets.ablation import NONE, READOUT_LINES, ablation, ablation_explorer
 
 SIZES = st.sampled_from([(8, 2), (12, 3), (16, 4), (32, 8), (6, 1)])
 
@@ -132,6 +133,8 @@ def test_explorer_shows_the_selected_change_and_every_heads_bar():
     colours = [b.get_facecolor() for b in e.bars]
     assert colours[3] != colours[0]  # the switched-off head is highlighted
     assert e.controls["h"].disabled and e.controls["seed"].disabled
+    assert e.controls["h"].value == toy.toy_params().h == e.data["h"]  # the value in use, not a stale one
+    assert e.controls["seed"].layout.visibility == "hidden"  # the toy sentence has no seed
 
 
 def test_explorer_offers_only_existing_heads():
@@ -144,7 +147,19 @@ def test_explorer_offers_only_existing_heads():
     e.controls["h"].value = 2  # head 6 no longer exists: the control falls back to "none"
     assert e.controls["off"].value == NONE and e.error is None and len(e.bars) == 2
     e.controls["source"].value = "toy sentence"
-    assert [v for _, v in e.controls["off"].options] == [NONE, 0, 1, 2, 3]
+    assert [v for _, v in e.controls["off"].options] == [NONE, *range(toy.toy_params().h)]
+
+
+def test_random_input_gives_back_the_learners_h_and_seed_and_their_picture():
+    e = ablation_explorer(source="random", h=8, seed=5, off=6)
+    e.controls["source"].value = "toy sentence"
+    assert (e.controls["h"].value, e.data["h"], len(e.bars)) == (toy.toy_params().h,) * 3
+    assert e.controls["off"].value == NONE  # head 6 does not exist in the toy
+    e.set(off=2)
+    e.controls["source"].value = "random"
+    assert (e.controls["h"].value, e.controls["seed"].value) == (8, 5)
+    assert not e.controls["h"].disabled and e.controls["seed"].layout.visibility is None
+    assert e.image.value == ablation_explorer(source="random", h=8, seed=5, off=2).image.value
 
 
 def test_blitted_moves_show_the_same_picture_as_a_full_redraw():
@@ -168,3 +183,27 @@ def test_the_bars_name_the_toy_heads_and_number_random_ones():
     assert shown == [str(i) if i % 2 == 0 else "" for i in range(16)]  # every other number: they would touch
     e.set(source="toy sentence")
     assert [t.get_text() for t in e.ax_bars.get_xticklabels()] == labels
+
+
+def readout_lines(html: str) -> list[str]:
+    """The readout's lines as text (tags dropped)."""
+    return [re.sub(r"<[^>]+>", "", line) for line in html.split("<br>")]
+
+
+@pytest.mark.parametrize("source, h", [("toy sentence", 4), ("random", 16), ("random", 1)])
+def test_the_readout_has_the_same_lines_for_every_choice(source, h):
+    """The readout for "none" and for a head used to take one and two lines: the page jumped 28 px. Every choice
+    now writes READOUT_LINES short lines, in a readout that tall."""
+    e = ablation_explorer(source=source, h=h, off=NONE)
+    assert e.text.layout.min_height == f"{READOUT_LINES * 28}px"
+    for off in (NONE, *range(e.data["h"])):
+        e.controls["off"].value = off
+        shown = readout_lines(e.text.value)
+        assert len(shown) == READOUT_LINES, shown
+        # short enough not to wrap beside the file browser at 1024 px (about 590 px: 80 characters of 13 px text)
+        assert max(map(len, shown)) <= 80, shown
+        if off == NONE:
+            biggest = int(np.argmax(e.data["changes"]))
+            assert f"{e.data['names'][biggest]}, {e.data['changes'][biggest]:.0%}" in shown[2]
+        else:
+            assert f"{e.data['changes'][off]:.0%} of its size" in shown[1] and e.data["names"][off] in shown[0]

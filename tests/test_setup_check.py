@@ -2,7 +2,7 @@
 
 import importlib.metadata
 
-from mha_lesson.widgets.setup_check import FIX, REQUIRED, WidgetCheck, check_imports, report, setup_check
+from mha_lesson.widgets.setup_check import FIX, PROMPT, REQUIRED, WidgetCheck, check_imports, report, setup_check
 
 
 def test_import_report_lists_versions_and_names_what_is_missing():
@@ -22,6 +22,14 @@ def test_slider_moves_are_echoed_by_the_kernel():
     assert "Move the slider" in check.echo.value
     check.slider.value = 7
     assert "received 7" in check.echo.value
+
+
+def test_going_back_to_0_is_echoed_too():
+    check = WidgetCheck()
+    assert check.echo.value == PROMPT  # nothing received yet
+    for value in (3, 0, 10, 0):
+        check.slider.value = value
+        assert check.echo.value == f"&#10004; The kernel received {value}: widgets work both ways."
 
 
 def test_bundle_offers_the_widget_and_a_hint_for_frontends_without_the_extension(capsys):

@@ -15,7 +15,18 @@ from PIL import Image
 
 from benchmarks.widgets import all_explorers, neighbour
 from mha_lesson.plots import style
-from mha_lesson.widgets._base import encode_png, neighbours
+from mha_lesson.widgets._base import (
+    NATURAL_BUTTONS,
+    PINNED_CLASS,
+    STYLE,
+    UNUSED,
+    Explorer,
+    encode_png,
+    fit_labels,
+    neighbours,
+    offers,
+    set_options,
+)
 
 EXPLORERS = all_explorers()
 
@@ -224,3 +235,119 @@ def test_the_scaling_explorer_paints_each_d_k_background_once():
     for d_k in (*reversed(D_KS), *D_KS):
         explorer.controls["d_k"].value = d_k
     assert not painted, f"painted again for d_k = {painted}"
+
+
+# --------------------------------------------------------------------------- pinned controls
+class _Pinning(Explorer):
+    """A small explorer: `size` fixes nothing, `mode` "fixed" makes `count` moot (pinned at 3) and `seed` unused."""
+
+    def __init__(self) -> None:
+        controls = {
+            "mode": widgets.ToggleButtons(options=("free", "fixed"), value="free"),
+            "count": widgets.SelectionSlider(options=(1, 2, 3, 5), value=5),
+            "seed": widgets.IntSlider(value=7, min=0, max=9, tooltip="the seed"),
+        }
+        self.drawn: list[dict] = []
+        super().__init__(controls, figsize=(1, 1), dpi=20)
+        self.before_redraw(self.follow_mode, "mode")
+
+    def follow_mode(self, change=None) -> None:
+        if self.controls["mode"].value == "fixed":
+            self.pin("fixed by the mode", count=3, seed=UNUSED)
+        else:
+            self.unpin("count", "seed")
+
+    def setup(self, fig) -> None:
+        fig.subplots()
+
+    def compute(self, **values):
+        return dict(values)
+
+    def draw(self, data) -> None:
+        self.drawn.append(data)
+
+
+def _is_pinned(control) -> bool:
+    return control.disabled and PINNED_CLASS in control._dom_classes
+
+
+def test_a_pinned_control_shows_the_value_in_use_and_unpin_gives_back_the_learners():
+    e = _Pinning()
+    count, seed = e.controls["count"], e.controls["seed"]
+    e.controls["mode"].value = "fixed"
+    assert (count.value, count.layout.visibility) == (3, None) and _is_pinned(count)
+    assert seed.layout.visibility == "hidden" and _is_pinned(seed)  # nothing uses it: hidden, keeping its room
+    assert count.tooltip == seed.tooltip == "fixed by the mode"
+    assert e.drawn[-1] == {"mode": "fixed", "count": 3, "seed": 7} and len(e.drawn) == 2  # one redraw, pinned
+    e.pin(count=3)  # pinned again: the learner's value stays the one from before the first pin
+    assert e.pinned() == {"count": 5, "seed": 7}
+    e.controls["mode"].value = "free"
+    assert (count.value, seed.value) == (5, 7) and not _is_pinned(count) and not _is_pinned(seed)
+    assert seed.layout.visibility is None and seed.tooltip == "the seed" and count.tooltip is None
+    assert e.drawn[-1] == {"mode": "free", "count": 5, "seed": 7} and len(e.drawn) == 3 and not e.pinned()
+
+
+def test_set_on_a_pinned_control_changes_the_value_unpin_gives_back():
+    e = _Pinning()
+    e.set(mode="fixed", count=2)  # after the pin: it stays at the value in use
+    assert e.controls["count"].value == 3 and e.pinned()["count"] == 2
+    e.set(mode="free")
+    assert e.controls["count"].value == 2
+
+
+def test_unpin_keeps_the_current_value_when_the_learners_is_no_longer_offered():
+    e = _Pinning()
+    e.controls["mode"].value = "fixed"
+    with e.hold():
+        set_options(e.controls["count"], (1, 3), 3)  # the learner's 5 is gone
+    e.controls["mode"].value = "free"
+    assert e.controls["count"].value == 3 and not e.controls["count"].disabled
+
+
+def test_offers_reads_options_or_bounds():
+    assert offers(widgets.SelectionSlider(options=(1, 2, 4)), 4)
+    assert not offers(widgets.SelectionSlider(options=(1, 2)), 4)
+    assert offers(widgets.ToggleButtons(options=(("none", -1), ("0", 0))), -1)
+    assert offers(widgets.IntSlider(min=0, max=9), 9) and not offers(widgets.IntSlider(min=0, max=9), 10)
+
+
+# --------------------------------------------------------------------------- labels shown whole
+def test_fit_labels_frees_descriptions_and_buttons_from_ipywidgets_fixed_widths():
+    seed = widgets.IntSlider(description="weights seed")
+    view = widgets.ToggleButtons(options=("best 2-D plane", "coordinates 0 and 1"), description="view")
+    narrow = widgets.ToggleButtons(options=("0", "1"), description="layer")
+    narrow.style.button_width = "3em"  # an explorer's own width is kept
+    own = widgets.IntSlider(description="n")
+    own.style.description_width = "40px"
+    for control in (seed, view, narrow, own):
+        fit_labels(control)
+    # ipywidgets' "" means its 80 CSS px for a description and 148 for a toggle button, cutting longer text
+    assert (seed.style.description_width, view.style.description_width, own.style.description_width) == (
+        "initial",
+        "initial",
+        "40px",
+    )
+    assert (view.style.button_width, narrow.style.button_width) == ("auto", "3em")
+    assert NATURAL_BUTTONS in view._dom_classes and NATURAL_BUTTONS not in narrow._dom_classes
+    for buttons in (view, narrow):  # laid out as a row, the buttons beside their label (not under it)
+        assert {"widget-inline-hbox", "jupyter-widget-inline-hbox"} <= set(buttons._dom_classes)
+
+
+@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
+def test_every_explorer_shows_its_control_labels_whole(cls):
+    explorer = cls()
+    for name, control in explorer.controls.items():
+        if getattr(control, "description", "") and hasattr(control, "style"):
+            assert control.style.description_width, f"{name}: description cut to ipywidgets' 80 px"
+        if isinstance(control, widgets.ToggleButtons):
+            assert control.style.button_width, f"{name}: buttons cut to ipywidgets' 148 px"
+            assert "widget-inline-hbox" in control._dom_classes, f"{name}: buttons under their label"
+
+
+def test_a_readouts_sub_and_superscripts_keep_its_lines_height():
+    """Lesson 6's readout was 9 px taller for a head (head<sub>i</sub> W<sup>O</sup>) than for "none" (measured in
+    Chromium): the page style sets them off the baseline without line height."""
+    rules = {rule.split("{")[0].strip(): rule.split("{")[1] for rule in STYLE.split("}") if "{" in rule}
+    scripts = rules[".mha-readout :is(sub, sup)"]
+    assert "line-height: 0" in scripts and "vertical-align: baseline" in scripts and "position: relative" in scripts
+    assert "top: -" in rules[".mha-readout sup"] and "top: 0." in rules[".mha-readout sub"]

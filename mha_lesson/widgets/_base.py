@@ -18,7 +18,12 @@ Why this design:
 Structure in the page (the browser tests rely on it): a VBox with CSS classes `mha-explorer` and
 `mha-explorer-<ClassName>`, holding a box of
 controls (class `mha-controls`), an HTML message (class `mha-message`, hidden when empty) and an
-`ipywidgets.Image` (class `mha-figure`). A subclass may add text outputs (class `mha-readout`).
+`ipywidgets.Image` (class `mha-figure`). A subclass may add text outputs (class `mha-readout`). A hidden HTML
+widget last (class `mha-style`) carries the explorers' page style.
+
+A control that another one makes moot (lesson 4's d_model on the toy sentence, which fixes it) is pinned
+(`pin`): disabled, showing the value actually in use, or kept invisible in its place when no value is in use,
+and styled `mha-pinned` so it reads as fixed. `unpin` gives back the learner's own earlier value.
 """
 
 from __future__ import annotations
@@ -45,6 +50,24 @@ from .._checks import is_int
 from ..plots.style import RC
 
 FIT_WIDTH = "calc(100% - 4px)"  # an explorer's figure at most as wide as its output area
+PINNED_CLASS = "mha-pinned"
+NATURAL_BUTTONS = "mha-natural-buttons"  # toggle buttons as wide as their labels (see fit_labels)
+# The page style of every explorer. ipywidgets greys only a disabled slider's track: a pinned control fades as a
+# whole, loses its colour and says so with its cursor, so that it reads as fixed at a glance. Labels that fit_labels
+# freed from ipywidgets' fixed widths keep those widths as a minimum, so short labels still line up in columns. A
+# sub- or superscript in a readout (head<sub>i</sub>) keeps its line's height: set off its baseline it made the line
+# 9 px taller, and the page jumped when it came or went (lesson 6: "none" has none, a head has three).
+STYLE = f"""<style>
+.{PINNED_CLASS} {{ opacity: 0.45; filter: grayscale(100%); cursor: not-allowed; }}
+.{PINNED_CLASS} .widget-readout, .{PINNED_CLASS} .widget-label {{ font-style: italic; }}
+.mha-controls .widget-label {{ min-width: var(--jp-widgets-inline-label-width); }}
+.mha-controls .widget-checkbox {{ width: auto; min-width: var(--jp-widgets-inline-width); }}
+.{NATURAL_BUTTONS} .widget-toggle-button {{ min-width: var(--jp-widgets-inline-width-short); }}
+.mha-readout :is(sub, sup) {{ line-height: 0; vertical-align: baseline; position: relative; }}
+.mha-readout sup {{ top: -0.45em; }}
+.mha-readout sub {{ top: 0.25em; }}
+</style>"""
+UNUSED = None  # pin's value for a control whose value nothing uses: it is hidden, keeping its room
 
 
 def set_options(slider: widgets.SelectionSlider, options: Sequence[Any], value: Any) -> None:
@@ -59,6 +82,35 @@ def set_options(slider: widgets.SelectionSlider, options: Sequence[Any], value: 
     orientation = slider.orientation
     slider.orientation = "vertical" if orientation == "horizontal" else "horizontal"
     slider.orientation = orientation
+
+
+def fit_labels(control: widgets.Widget) -> None:
+    """Show a control's description and option labels whole, with the buttons of toggle buttons beside their label.
+
+    ipywidgets gives a description 80 CSS px and a toggle button 148, cutting longer text with an ellipsis
+    ("weights s…", "coordinates 0 an…"): here a description takes its own width and toggle buttons without a
+    width of their own take their labels' (STYLE keeps the defaults as minimum widths). ipywidgets 8 lays out
+    toggle buttons as a block, their label above them: the inline-hbox class puts the label beside them, as a
+    slider's.
+    """
+    style = getattr(control, "style", None)
+    if getattr(control, "description", "") and style is not None and not style.description_width:
+        style.description_width = "initial"
+    if isinstance(control, widgets.ToggleButtons):
+        control.add_class("widget-inline-hbox")
+        control.add_class("jupyter-widget-inline-hbox")
+        if not control.style.button_width:
+            control.style.button_width = "auto"
+            control.add_class(NATURAL_BUTTONS)
+
+
+def offers(control: widgets.ValueWidget, value: Any) -> bool:
+    """Whether a control can take value: one of its options, or within its min and max."""
+    options = getattr(control, "options", None)
+    if options is not None:
+        return any(value == (o[1] if isinstance(o, tuple) else o) for o in options)
+    low, high = getattr(control, "min", None), getattr(control, "max", None)
+    return (low is None or value >= low) and (high is None or value <= high)
 
 
 def divisors(n: int, most: int | None = None) -> list[int]:
@@ -202,16 +254,20 @@ class Explorer:
         self.data: Any = None
         self.error: str | None = None
         self._held = False
+        self._pinned: dict[str, tuple[Any, str | None]] = {}  # name -> (the learner's value, its tooltip) while pinned
         self.moving: list[Artist] = []  # drawn on every render, over the cached still background
         self._backgrounds: OrderedDict[Hashable, Any] = OrderedDict()
         self.key_artists: list[Artist] = []  # still, but drawn per background key (see follow_key)
         self._common: dict[FigureCanvasAgg, Any] = {}  # per canvas: the background without the key artists
         box = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
         box.add_class("mha-controls")
-        self.widget = widgets.VBox([box, self.message, self.image])
+        self.style = widgets.HTML(STYLE, layout=widgets.Layout(display="none"))  # a <style> applies though hidden
+        self.style.add_class("mha-style")
+        self.widget = widgets.VBox([box, self.message, self.image, self.style])
         self.widget.add_class("mha-explorer")
         self.widget.add_class(f"mha-explorer-{type(self).__name__}")  # lets the browser tests name it
         for control in controls.values():
+            fit_labels(control)
             control.observe(self._on_change, names="value")
         with matplotlib.rc_context(RC):  # the series' fonts, whatever the notebook set (refresh does the same)
             self.setup(self.figure)
@@ -247,18 +303,71 @@ class Explorer:
         """Show a text widget (e.g. widgets.HTML) between the controls and the figure."""
         widget.add_class("mha-readout")
         self.readouts.append(widget)
-        self.widget.children = (self.widget.children[0], *self.readouts, self.message, self.image)
+        self.widget.children = (self.widget.children[0], *self.readouts, self.message, self.image, self.style)
         return widget
+
+    def pin(self, why: str = "", **values: Any) -> None:
+        """Disable controls that the others make moot, showing the value in use (no redraw, as in `hold`).
+
+        values: name -> the value the picture uses, or UNUSED (None) when it uses none: the control is then
+        hidden, keeping its room so nothing below moves. The learner's own value is remembered (once, however
+        often a control is pinned again) for `unpin`. why: a tooltip saying what fixes the value.
+        Call it before the redraw (`before_redraw`), so the picture and the controls change together.
+        """
+        for name in values:  # every learner's value first: pinning one control may move another (h follows d_model)
+            if name not in self._pinned:
+                control = self.controls[name]
+                self._pinned[name] = (control.value, getattr(control, "tooltip", None))
+        with self.hold():
+            for name, value in values.items():
+                control = self.controls[name]
+                if value is not UNUSED:
+                    control.value = value
+                control.disabled = True
+                control.add_class(PINNED_CLASS)
+                control.layout.visibility = "hidden" if value is UNUSED else None
+                if why:
+                    control.tooltip = why
+
+    def unpin(self, *names: str) -> None:
+        """Enable pinned controls again, each with the learner's value from before it was pinned (no redraw).
+
+        In the order given, so a control whose options follow another (h follows d_model) comes after it. A
+        remembered value its control no longer offers is not forced on it (it keeps the one it has).
+        """
+        with self.hold():
+            for name in names:
+                if name not in self._pinned:
+                    continue
+                value, tooltip = self._pinned.pop(name)
+                control = self.controls[name]
+                if offers(control, value):
+                    control.value = value
+                control.disabled = False
+                control.remove_class(PINNED_CLASS)
+                control.layout.visibility = None
+                if hasattr(control, "tooltip"):
+                    control.tooltip = tooltip
+
+    def pinned(self) -> dict[str, Any]:
+        """The pinned controls, by name, with the learner's values that unpin gives back."""
+        return {name: value for name, (value, _) in self._pinned.items()}
 
     def values(self) -> dict[str, Any]:
         """Current value of every control, by name."""
         return {name: control.value for name, control in self.controls.items()}
 
     def set(self, **values: Any) -> None:
-        """Set several controls at once and redraw once (as a learner would, one after the other)."""
+        """Set several controls at once and redraw once (as a learner would, one after the other).
+
+        A pinned control keeps showing the value in use: a value for it becomes the one `unpin` gives back.
+        """
         with self.hold():
             for name, value in values.items():
-                self.controls[name].value = value
+                if name in self._pinned:
+                    self._pinned[name] = (value, self._pinned[name][1])
+                else:
+                    self.controls[name].value = value
         self.refresh()
 
     @contextlib.contextmanager

@@ -22,6 +22,7 @@ from .attention_maps import SOURCES
 D_MODEL, N = 64, 11  # random inputs: the toy's sizes, so both sources fill the same picture
 HEADS = tuple(d for d in divisors(D_MODEL) if d <= 16)
 NONE = -1  # value of the "switch off" control when every head is on
+READOUT_LINES = 3  # describe's lines for every choice; the readout is that tall, so no choice makes the page jump
 
 
 def ablation(source: str = "toy sentence", h: int = 4, seed: int = 0, off: int = NONE) -> dict[str, Any]:
@@ -70,21 +71,24 @@ def ablation(source: str = "toy sentence", h: int = 4, seed: int = 0, off: int =
 
 
 def describe(data: dict[str, Any]) -> str:
-    """One line about the selected ablation."""
+    """READOUT_LINES short lines (joined by <br>) about the selected ablation, as many for every choice."""
     if data["off"] == NONE:
         biggest = int(np.argmax(data["changes"]))
-        return (
-            f"All {data['h']} heads on. Pick a head to switch off; the bars show every choice: the largest "
-            f"change comes from {data['names'][biggest]} ({data['changes'][biggest]:.0%} of the output's size)."
+        lines = (
+            f"All {data['h']} heads on: nothing is switched off, so Δ = 0.",
+            "Pick a head to switch off; the bars show the change each choice makes.",
+            f"Largest: {data['names'][biggest]}, {data['changes'][biggest]:.0%} of the output's size (‖Δ‖/‖out‖).",
         )
-    i = data["off"]
-    gap = float(np.abs(data["delta"] - data["contribution"]).max())
-    return (
-        f"Switching off {data['names'][i]} changes the output by {data['changes'][i]:.0%} of its size "
-        f"(‖Δ‖/‖out‖). Δ = out − out(without head {i}) equals head<sub>{i}</sub> W<sup>O</sup><sub>{i}</sub> "
-        "from the trace "
-        f"(largest difference {gap:.1e})."
-    )
+    else:
+        i = data["off"]
+        gap = float(np.abs(data["delta"] - data["contribution"]).max())
+        lines = (
+            f"Switched off: {data['names'][i]}.",
+            f"The output changes by {data['changes'][i]:.0%} of its size (‖Δ‖/‖out‖).",
+            f"Δ (the map) equals head<sub>{i}</sub> W<sup>O</sup><sub>{i}</sub> from the trace: largest difference "
+            f"{gap:.1e}.",
+        )
+    return "<br>".join(lines)
 
 
 class AblationExplorer(Explorer):
@@ -100,12 +104,14 @@ class AblationExplorer(Explorer):
         check_start("off", off, self.off_options(start_h))
         controls = {
             "source": widgets.ToggleButtons(options=SOURCES, value=source, description="input"),
-            "h": widgets.SelectionSlider(options=HEADS, value=h, description="h (random)"),
+            "h": widgets.SelectionSlider(options=HEADS, value=h, description="h"),
             "seed": widgets.IntSlider(value=seed, min=0, max=20, description="seed", continuous_update=False),
             "off": widgets.ToggleButtons(options=self.off_options(start_h), value=off, description="switch off"),
         }
         controls["off"].style.button_width = "4.5em"
-        self.text = widgets.HTML()
+        # READOUT_LINES short lines for every choice (they wrapped to a second line for a head, not for "none", and
+        # the page jumped 28 px), and room for them (ipywidgets sets an HTML widget's lines 28 px apart).
+        self.text = widgets.HTML(layout=widgets.Layout(min_height=f"{READOUT_LINES * 28}px"))
         self.layout_key: tuple | None = None
         super().__init__(controls, figsize=(11, 4), dpi=80)
         self.add_readout(self.text)
@@ -118,10 +124,14 @@ class AblationExplorer(Explorer):
         return [("none", NONE)] + [(str(i), i) for i in range(h)]
 
     def update_off_options(self, change: dict | None = None) -> None:
-        """Offer only existing heads (a toy head's button tells its role on hover); grey out what the toy fixes."""
+        """Offer only existing heads (a toy head's button tells its role on hover); pin what the toy fixes: h at
+        its 4 heads, seed hidden (the toy has none). Random input gets the learner's h and seed back."""
         toy = self.controls["source"].value == "toy sentence"
-        h = 4 if toy else self.controls["h"].value
-        self.controls["h"].disabled = self.controls["seed"].disabled = toy
+        if toy:
+            self.pin("fixed by the toy sentence", h=toy_params().h, seed=None)
+        else:
+            self.unpin("h", "seed")
+        h = self.controls["h"].value
         off = self.controls["off"]
         if len(off.options) != h + 1:
             current = off.value

@@ -25,7 +25,7 @@ SOURCES = ("toy sentence", "random")
 D_MODELS = (8, 16, 32, 64, 128, 256)
 MAX_N = 256  # a 256 x 256 heatmap is still legible as a picture; larger n would be a grey blur
 MAX_HEADS = 16  # more panels than this would be too small to read
-RANDOM_ONLY = ("d_model", "h", "n", "seed")  # controls the toy sentence fixes by construction
+RANDOM_ONLY = ("d_model", "h", "n", "seed")  # controls the toy sentence fixes by construction (seed: it has none)
 DPI = 80
 MAX_WIDTH = 11.8  # inches: at DPI, the figure fits a JupyterLab cell (about 950 CSS pixels) at its natural size
 MAX_COLUMNS = 4  # panels per row: more heads make more rows, so a 256 x 256 map keeps a readable size
@@ -82,6 +82,12 @@ def attention_maps(
         "n": n,
         "causal": causal,
     }
+
+
+def toy_sizes() -> dict[str, int | None]:
+    """The values of the RANDOM_ONLY controls that the toy sentence uses (seed: none, it is built by hand)."""
+    p = toy_params()
+    return {"d_model": p.d_model, "h": p.h, "n": len(TOKENS), "seed": None}
 
 
 def shown_maps(data: dict[str, Any], scale: str = "shared") -> tuple[np.ndarray, list[str]]:
@@ -167,14 +173,16 @@ class AttentionMapExplorer(Explorer):
         super().__init__(controls, figsize=(10, 3.3), dpi=DPI)
         self.add_readout(self.text)
         self.keep_heads_valid(most=MAX_HEADS)
-        controls["source"].observe(self.enable_controls, names="value")
+        self.before_redraw(self.enable_controls, "source")  # the sliders change with the picture, not after it
         self.enable_controls()
 
     def enable_controls(self, change: dict | None = None) -> None:
-        """Grey out the sliders the toy sentence ignores."""
-        toy = self.controls["source"].value == "toy sentence"
-        for name in RANDOM_ONLY:
-            self.controls[name].disabled = toy
+        """Pin the sliders the toy sentence fixes at its sizes (and hide seed: it has none); unpin them for random
+        input, with the learner's values."""
+        if self.controls["source"].value == "toy sentence":
+            self.pin("fixed by the toy sentence", **toy_sizes())
+        else:
+            self.unpin(*RANDOM_ONLY)  # d_model before h: h's options follow d_model
 
     def setup(self, fig: Figure) -> None:
         """Axes are made in draw: their number depends on h."""

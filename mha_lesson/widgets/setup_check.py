@@ -57,6 +57,9 @@ def report(found: list[tuple[str, str | None, str]]) -> str:
     return "\n".join(lines)
 
 
+PROMPT = "&#10004; Widgets render. Move the slider: the kernel should answer here."
+
+
 class WidgetCheck:
     """A slider whose moves the kernel echoes back, shown live when widgets work and as a hint when they do not."""
 
@@ -64,15 +67,12 @@ class WidgetCheck:
         self.slider = widgets.IntSlider(value=0, min=0, max=10, description="move me")
         self.echo = widgets.HTML()
         self.slider.observe(self._on_change, names="value")
-        self._on_change({"new": self.slider.value})
+        self.echo.value = PROMPT  # until the first move: afterwards every value, 0 included, is echoed
         self.widget = widgets.VBox([self.slider, self.echo])
         self.widget.add_class("mha-setup-check")
 
     def _on_change(self, change: dict) -> None:
-        if change["new"] == 0:
-            self.echo.value = "&#10004; Widgets render. Move the slider: the kernel should answer here."
-        else:
-            self.echo.value = f"&#10004; The kernel received {change['new']}: widgets work both ways."
+        self.echo.value = f"&#10004; The kernel received {change['new']}: widgets work both ways."
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict:
         bundle = self.widget._repr_mimebundle_(**kwargs)

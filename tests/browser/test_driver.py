@@ -135,6 +135,18 @@ def test_an_explorer_that_does_not_fit_a_laptop_window_is_reported():
     assert [p.split(" x:")[0] for p in problems] == ["cell 3", "cell 3", "cell 4", "cell 5", "cell 6"]
 
 
+def test_cut_off_labels_and_toggle_buttons_below_their_label_are_reported():
+    laptop = [
+        fit(1, 500, 500) | {"cut": [], "stacked": []},  # fine
+        fit(2, 500, 500) | {"cut": ['"weights seed" (86 px of text in 80)'], "stacked": ['"view"']},
+    ]
+    problems = _lab.Visit("x.ipynb", laptop=laptop).laptop_problems
+    assert problems == [
+        'cell 2 x: label cut off: "weights seed" (86 px of text in 80)',
+        'cell 2 x: toggle buttons below their label "view"',
+    ]
+
+
 def test_the_benchmark_compares_pixel_ratios_explorer_by_explorer():
     from benchmarks.browser import comparison
 
