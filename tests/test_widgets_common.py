@@ -148,7 +148,6 @@ LAPTOP_PENDING = {
     "CheckpointExplorer",
     "ComplexityExplorer",
     "CrossAttentionExplorer",
-    "HeadBrowser",
     "LMTrainingExplorer",
     "OneHeadExplorer",
     "OnlineSoftmaxExplorer",
