@@ -152,7 +152,6 @@ LAPTOP_PENDING = {
     "OneHeadExplorer",
     "OnlineSoftmaxExplorer",
     "ProjectionExplorer",
-    "TiledMemoryExplorer",
     "ScalingExplorer",
     "SharpnessExplorer",
     "LocalGlobalExplorer",
