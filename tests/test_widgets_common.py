@@ -150,7 +150,6 @@ LAPTOP_PENDING = {
     "CrossAttentionExplorer",
     "LMTrainingExplorer",
     "OneHeadExplorer",
-    "OnlineSoftmaxExplorer",
     "ProjectionExplorer",
     "ScalingExplorer",
     "SharpnessExplorer",
