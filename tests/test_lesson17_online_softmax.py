@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from matplotlib.colors import to_rgba
 
 from mha_lesson.demos import scale as sc
+from mha_lesson.plots import style
 from mha_lesson.plots.scale import DONE, LIVE
 from mha_lesson.widgets import online_softmax as wo
 
@@ -74,3 +75,16 @@ def test_explorer_opens_on_a_rescale_and_the_slider_moves_the_live_block():
     assert ex.image.value != first and ex.max_line.get_ydata()[0] == 6
     assert colours[:9] == [to_rgba(DONE)] * 9 and colours[9:] == [to_rgba(LIVE)] * 3
     assert "exact answer" in ex.table.get_text() and ex.table.get_text().count("\n") >= 6
+
+
+def test_the_longest_table_fits_below_the_bars_inside_a_laptop_wide_picture():
+    """Four blocks read: the table's nine lines sit inside the figure, under the bars' key labels (issue 30)."""
+    ex = wo.online_softmax_explorer(blocks=4)
+    fig = ex.figure
+    assert ex.css_size()[0] <= style.LAPTOP_OUTPUT_PX
+    renderer = fig.canvas.get_renderer()
+    table = ex.table.get_window_extent(renderer)
+    bars = ex.bars[0].axes.get_tightbbox(renderer)  # the bars' axes with their tick and axis labels
+    assert ex.table.get_text().count("\n") == 8
+    assert table.x0 >= 0 and table.x1 <= fig.bbox.x1 and table.y0 >= 0, (table, fig.bbox)
+    assert table.y1 < bars.y0, f"the table (top {table.y1:.0f} px) reaches into the bars' labels ({bars.y0:.0f})"

@@ -68,22 +68,22 @@ class CheckpointExplorer(Explorer):
             "model": widgets.ToggleButtons(options=list(MODELS), value=model, description="model"),
         }
         self.text = widgets.HTML()
-        super().__init__(controls, figsize=(9.4, 5.6), dpi=100)
+        super().__init__(controls, figsize=(5.85, 7.3), dpi=100)  # 585 CSS px wide: fits a laptop's 588
         self.add_readout(self.text)
 
     def setup(self, fig: Figure) -> None:
-        """Loss curves on the left; layer 1's and layer 2's maps of the display sequence in a 2 x h grid."""
-        grid = fig.add_gridspec(2, 1 + H, width_ratios=[1.3] + [1] * H)
-        ax_loss = fig.add_subplot(grid[:, 0])
+        """Loss curves on top, the whole width; below, layer 1's and layer 2's maps of the display sequence, 2 x h."""
+        grid = fig.add_gridspec(1 + 2, H, height_ratios=[0.42, 1, 1])
+        ax_loss = fig.add_subplot(grid[0, :])
         for layers, colour in ((2, "tab:blue"), (1, "tab:orange")):
             run = self.runs[layers]
             label = "two layers" if layers == 2 else "one layer"
             ax_loss.plot(run.steps, run.loss, color=colour, lw=2, label=label)
         ax_loss.set_xlabel("training step")
-        ax_loss.set_ylabel("held-out loss on the repeated copy (nats)")
+        ax_loss.set_ylabel("loss (nats)")
         ax_loss.set_ylim(bottom=0)
-        ax_loss.legend(loc="upper right")
-        ax_loss.set_title("loss while training")
+        legend = ax_loss.legend(loc="upper right", framealpha=1)
+        ax_loss.set_title("held-out loss on the repeated copy, while training")
         self.marker = ax_loss.axvline(0, color="k", lw=1)
         (self.dots,) = ax_loss.plot([0, 0], [0, 0], "o", color="k", ms=6)
         run = self.runs[2]
@@ -94,29 +94,32 @@ class CheckpointExplorer(Explorer):
         self.images, rings, self.absent = [], [], []
         for li in range(2):
             for hi in range(H):
-                ax = fig.add_subplot(grid[li, 1 + hi])
+                ax = fig.add_subplot(grid[1 + li, hi])
                 title = f"layer {li + 1}, head {hi}"
                 im = attention_heatmap(
                     ax, np.zeros((n, n)), labels, labels, title=title, annotate=False, colorbar=False
                 )
                 im.set_cmap(im.get_cmap().with_extremes(bad="0.88"))  # a one-layer run has no layer 2
                 # Token labels on the outer edges only: every map shows the same sequence.
-                ax.tick_params(labelsize=7, labeltop=li == 0, labelleft=hi == 0)
+                # 7.5 pt: 10.4 CSS px at 100 dpi; a 24-token map has rows of about 9 px, still clear for digits
+                ax.tick_params(labelsize=7.5, labeltop=li == 0, labelleft=hi == 0)
                 ax.set_xlabel("key token" if li == 0 else "")
                 ax.set_ylabel("query token" if hi == 0 else "")
                 rings.append(pattern_cells(ax, patterns[li], label="previous token" if li == 0 else "induction"))
                 self.absent.append(ax.text(n / 2, n / 2, "", ha="center", va="center", fontsize=9))
                 self.images.append(im)
-        fig.colorbar(self.images[0], ax=[im.axes for im in self.images], label="weight (row sums to 1)", shrink=0.8)
+        fig.colorbar(self.images[0], ax=[im.axes for im in self.images], label="weight (row sums to 1)",
+                     shrink=0.7, aspect=30, pad=0.02)  # fmt: skip
         fig.suptitle(
-            f"A held-out sequence: {DISPLAY_K} tokens, repeated, then random ones.\n"
-            "Red rings: the cells the detectors score (layer 1: previous token; layer 2: induction).",
+            f"A held-out sequence: {DISPLAY_K} tokens, repeated, then random ones. Red rings:\n"
+            "the cells the detectors score (layer 1: previous token; layer 2: induction).",
             fontsize=10,
         )
         settle_layout(fig)
         # The rings do not move, but they must be drawn after the maps they sit on, which do. Scores go to the
         # readout, not the titles: re-drawing four titles per move cost more than the four maps.
-        self.animate(self.marker, self.dots, *self.images, *rings, *self.absent)
+        # The legend is drawn after the marker, which would otherwise cross it at the last steps.
+        self.animate(self.marker, self.dots, legend, *self.images, *rings, *self.absent)
 
     def compute(self, step: int, model: str) -> dict[str, Any]:
         """snapshot() at the controls' values."""

@@ -133,7 +133,7 @@ class HeadBrowser(Explorer):
         self.text = widgets.HTML()
         # Its own line, at a fixed height whatever it says: choosing a relation must not move the figure.
         self.arcs_text = widgets.HTML(layout=widgets.Layout(min_height="3.2em"))  # two lines
-        super().__init__(controls, figsize=(7.5, 6.5), dpi=80)
+        super().__init__(controls, figsize=(7.3, 6.5), dpi=80)  # 584 CSS px: fits a laptop (588)
         self.add_readout(self.text)
         self.add_readout(self.arcs_text)
 

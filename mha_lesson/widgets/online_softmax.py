@@ -84,11 +84,11 @@ class OnlineSoftmaxExplorer(Explorer):
                 value=blocks, min=1, max=N_BLOCKS, description="blocks read", continuous_update=False
             )
         }
-        super().__init__(controls, figsize=(9.4, 3.5), dpi=90)
+        super().__init__(controls, figsize=(6.5, 4.6), dpi=90)  # 585 CSS px wide: fits a laptop's 588
 
     def setup(self, fig: Figure) -> None:
-        """Scores as bars on the left, the running numbers as text on the right."""
-        ax, ax_text = fig.subplots(1, 2, width_ratios=(1, 1.35))
+        """Scores as bars on top, the running numbers as text below (nine lines at most: four blocks)."""
+        ax, ax_text = fig.subplots(2, 1, height_ratios=(1.5, 1))
         keys = np.arange(1, len(STEP_SCORES) + 1)
         self.bars = ax.bar(keys, STEP_SCORES, color=UNREAD, edgecolor="0.5", linewidth=0.8)
         for edge in np.arange(STEP_BLOCK, len(STEP_SCORES), STEP_BLOCK) + 0.5:
@@ -100,7 +100,7 @@ class OnlineSoftmaxExplorer(Explorer):
                title=f"one query's scores, read {STEP_BLOCK} keys at a time")  # fmt: skip
         ax.legend(handles=[Patch(color=DONE, label="read, folded into l and o"), Patch(color=LIVE, label="this block"),
                            Patch(facecolor=UNREAD, edgecolor="0.5", label="not read yet")],
-                  loc="upper left", fontsize=8, framealpha=0.9)  # fmt: skip
+                  loc="upper center", ncols=3, fontsize=8, framealpha=0.9)  # one row, over the tallest bar # fmt: skip
         ax_text.axis("off")
         for spine in ax_text.spines.values():  # the explorer redraws frames on top: hide this one's for good
             spine.set_visible(False)

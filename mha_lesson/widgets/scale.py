@@ -99,7 +99,7 @@ class TiledMemoryExplorer(Explorer):
             ),
         }
         self.text = widgets.HTML()
-        super().__init__(controls, figsize=(9, 3.7), dpi=80)
+        super().__init__(controls, figsize=(7.3, 4.4), dpi=80)  # 584 CSS px wide: fits a laptop's 588
         self.add_readout(self.text)
         self.before_redraw(self._keep_live_valid, "n", "block")
 
@@ -110,20 +110,24 @@ class TiledMemoryExplorer(Explorer):
             live.max = -(-self.controls["n"].value // self.controls["block"].value)  # ipywidgets clamps value
 
     def setup(self, fig: Figure) -> None:
-        """The tile square on the left, peak memory against n on the right."""
+        """The tile square on the left, peak memory against n on the right, their legend below both."""
         ax_tiles, ax_mem = fig.subplots(1, 2, width_ratios=(1, 1.5))
         n, block = self.controls["n"].value, self.controls["block"].value
         self.done, self.live = tile_picture(ax_tiles, n)
-        ax_tiles.set_title("live key block: orange; done: pale")
+        ax_tiles.set_title("live key block: orange\ndone: pale")
         self.ticked_n: int | None = None  # the n whose ticks the tile axes show
         self._tick(NS[-1])  # the widest tick labels, so that the layout leaves room for every n
         self.table = memory_table()
         self.lines = memory_plot(ax_mem, self.table, block)
+        # Below the panels, in two columns (standard | tiled): inside the narrow memory axes it would hide the points.
+        ax_mem.get_legend().remove()
+        fig.legend(*ax_mem.get_legend_handles_labels(), loc="outside lower center", ncols=2)
+        ax_mem.set_ylabel("peak memory (MiB, log scale)")  # "of one head": the title says it
         # Limits that hold every block's tiled line and points (the smallest block's lie lowest), not only this one's.
         lowest = min(self.table["tiled"].min(), predicted_tiled_bytes(NS[0], BLOCKS[0])) / MiB
         ax_mem.set_ylim(lowest / 1.5, 1.5 * predicted_standard_bytes(NS[-1]) / MiB)
         (self.marker,) = ax_mem.plot([n, n], [0, 0], "o", color="k", ms=9, mfc="none", label="this n")
-        ax_mem.set_title(f"peak memory of one head, float32, d_k = {D_K}: block = 0000")  # the longest, for the layout
+        ax_mem.set_title(self._memory_title(BLOCKS[-1]))  # the longest, for the layout
         settle_layout(fig)
         pin_axis_labels(ax_tiles)  # its tick labels change with n: keep its axis labels from re-measuring them
         self.follow_key(ax_tiles.xaxis, ax_tiles.yaxis, ax_mem.title, self.marker, *self.lines.values())
@@ -142,8 +146,12 @@ class TiledMemoryExplorer(Explorer):
             self._tick(n)
         set_tiled_block(self.lines, self.table, block)
         self.marker.set_data([n, n], [data["tiled_measured"] / MiB, data["standard_predicted"] / MiB])
-        self.marker.axes.title.set_text(f"peak memory of one head, float32, d_k = {D_K}: block = {block}")
+        self.marker.axes.title.set_text(self._memory_title(block))
         self.text.value = describe_memory(data)
+
+    @staticmethod
+    def _memory_title(block: int) -> str:
+        return f"peak memory of one head\nfloat32, d_k = {D_K}, block = {block:,}"
 
     def _tick(self, n: int) -> None:
         """Limits and ticks of the tile square for sequence length n."""
@@ -239,13 +247,13 @@ class GQAExplorer(Explorer):
             ),
         }
         self.text = widgets.HTML()
-        super().__init__(controls, figsize=(8.6, 4.2), dpi=80)
+        super().__init__(controls, figsize=(7.3, 4.45), dpi=80)  # 584 CSS px wide: fits a laptop's 588
         self.add_readout(self.text)
 
     def setup(self, fig: Figure) -> None:
         """Two rows of four heatmaps, one per query head, with token labels on the outer axes only."""
         # Fixed margins (inches) instead of a layout pass over eight labelled axes: half the explorer's start-up.
-        fixed_margins(fig, left=0.75, right=0.6, top=1.05, bottom=0.15, wspace=0.08, hspace=0.3)
+        fixed_margins(fig, left=0.62, right=0.55, top=1.15, bottom=0.1, wspace=0.1, hspace=0.3)
         axes = fig.subplots(2, GQA_H // 2, sharex=True, sharey=True)
         labels = [f"t{i}" for i in range(GQA_TOKENS)]
         self.images = []
@@ -262,7 +270,7 @@ class GQAExplorer(Explorer):
                 spine.set_linewidth(3)
             self.images.append(im)
         fig.colorbar(self.images[0], ax=axes, label="weight", shrink=0.8, fraction=0.04, pad=0.02)
-        fig.suptitle(f"{GQA_H} query heads on {GQA_TOKENS} random tokens; frame colour = the key/value head it reads",
+        fig.suptitle(f"{GQA_H} query heads on {GQA_TOKENS} random tokens;\nframe colour = the key/value head it reads",
                      y=0.985)  # fmt: skip
         # A move changes the maps and the frames' colours only; the readout names the groups (text is costly to draw).
         self.animate(*self.images, *(spine for ax in axes.flat for spine in ax.spines.values()))
