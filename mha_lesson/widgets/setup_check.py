@@ -70,6 +70,7 @@ class WidgetCheck:
         self.echo.value = PROMPT  # until the first move: afterwards every value, 0 included, is echoed
         self.widget = widgets.VBox([self.slider, self.echo])
         self.widget.add_class("mha-setup-check")
+        self.widget.add_class("mha-echo")  # its text reports the last move, so a move back need not restore it
 
     def _on_change(self, change: dict) -> None:
         self.echo.value = f"&#10004; The kernel received {change['new']}: widgets work both ways."
