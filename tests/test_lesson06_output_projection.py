@@ -174,13 +174,12 @@ def test_blitted_moves_show_the_same_picture_as_a_full_redraw():
 def test_the_bars_name_the_toy_heads_and_number_random_ones():
     e = ablation_explorer()
     labels = [t.get_text() for t in e.ax_bars.get_xticklabels()]
-    assert labels == [f"{i}\n{name.replace(' ', chr(10))}" for i, name in enumerate(toy.HEAD_NAMES)]
+    assert labels == [f"{i}\n{name}" for i, name in enumerate(toy.HEAD_NAMES)]  # two lines under the wide bars
     assert list(e.controls["off"].tooltips) == ["every head on", *toy.HEAD_NAMES]  # the buttons say it on hover
     e.set(source="random", h=4)  # the same number of bars, so only the labels tell the sources apart
     assert [t.get_text() for t in e.ax_bars.get_xticklabels()] == ["0", "1", "2", "3"]
     e.set(h=16)
-    shown = [t.get_text() for t in e.ax_bars.get_xticklabels()]
-    assert shown == [str(i) if i % 2 == 0 else "" for i in range(16)]  # every other number: they would touch
+    assert [t.get_text() for t in e.ax_bars.get_xticklabels()] == [str(i) for i in range(16)]
     e.set(source="toy sentence")
     assert [t.get_text() for t in e.ax_bars.get_xticklabels()] == labels
 
@@ -207,3 +206,42 @@ def test_the_readout_has_the_same_lines_for_every_choice(source, h):
             assert f"{e.data['names'][biggest]}, {e.data['changes'][biggest]:.0%}" in shown[2]
         else:
             assert f"{e.data['changes'][off]:.0%} of its size" in shown[1] and e.data["names"][off] in shown[0]
+
+
+def panels(fig) -> list:
+    """fig's axes and their inset axes (the colour bar)."""
+    return [inner for ax in fig.get_axes() for inner in (ax, *ax.child_axes)]
+
+
+def shown_texts(fig) -> list:
+    """Every visible, non-empty text of fig: titles, axis labels, tick labels (the colour bar's too)."""
+    texts = []
+    for ax in panels(fig):
+        texts += [ax.title, ax.xaxis.label, ax.yaxis.label]
+        for axis in (ax.xaxis, ax.yaxis):  # the drawn tick labels: those inside the axis' limits
+            low, high = sorted(axis.get_view_interval())
+            ticks = zip(axis.get_majorticklocs(), axis.get_majorticklabels(), strict=True)
+            texts += [label for loc, label in ticks if low - 1e-9 <= loc <= high + 1e-9]
+    return [t for t in texts if t.get_visible() and t.get_text().strip()]
+
+
+@pytest.mark.parametrize("source, h", [("toy sentence", 4), ("random", 16), ("random", 1)])
+def test_no_text_overlaps_another_or_a_panel_and_all_stay_inside_the_figure(source, h):
+    """Stacked to fit a laptop (bars on top, the map below, its colour bar under it): at every choice each title,
+    label and tick label lies inside the figure, apart from every other and from every panel and the colour bar."""
+    e = ablation_explorer(source=source, h=h, off=NONE)
+    size = e.css_size()
+    for off in (NONE, *range(e.data["h"])):
+        e.controls["off"].value = off
+        assert e.css_size() == size
+        renderer = e.canvas.get_renderer()
+        e.figure.draw(renderer)
+        boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in shown_texts(e.figure)]
+        frames = [ax.get_window_extent(renderer) for ax in panels(e.figure)]
+        assert len(frames) == 3 and len(boxes) > 20
+        whole = e.figure.bbox
+        for k, (name, box) in enumerate(boxes):
+            assert whole.x0 <= box.x0 and box.x1 <= whole.x1 and whole.y0 <= box.y0 and box.y1 <= whole.y1, name
+            assert not any(box.overlaps(frame) for frame in frames), (off, name)
+            for other, box2 in boxes[k + 1 :]:
+                assert not box.overlaps(box2), (off, name, other)

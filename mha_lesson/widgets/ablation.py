@@ -23,6 +23,9 @@ D_MODEL, N = 64, 11  # random inputs: the toy's sizes, so both sources fill the 
 HEADS = tuple(d for d in divisors(D_MODEL) if d <= 16)
 NONE = -1  # value of the "switch off" control when every head is on
 READOUT_LINES = 3  # describe's lines for every choice; the readout is that tall, so no choice makes the page jump
+# 584 x 520 CSS px at dpi 80: as wide as a laptop's output area beside the file browser (588 px), so nothing scales its
+# 9-point text below 10 px; the same size for every choice, so no move makes the page jump.
+FIGSIZE = (7.3, 6.5)
 
 
 def ablation(source: str = "toy sentence", h: int = 4, seed: int = 0, off: int = NONE) -> dict[str, Any]:
@@ -38,13 +41,13 @@ def ablation(source: str = "toy sentence", h: int = 4, seed: int = 0, off: int =
     if source == "toy sentence":
         x, params, tokens = toy_embeddings(), toy_params(), TOKENS
         names = tuple(f"head {i} ({name})" for i, name in enumerate(HEAD_NAMES))
-        bar_labels = tuple(f"{i}\n{name.replace(' ', chr(10))}" for i, name in enumerate(HEAD_NAMES))  # 2-3 lines
+        bar_labels = tuple(f"{i}\n{name}" for i, name in enumerate(HEAD_NAMES))  # two lines: the bars are wide
     else:
         if h not in HEADS:
             raise ValueError(f"h: expected one of {HEADS} (divisors of d_model={D_MODEL}), got {h!r}")
         x = np.random.default_rng(seed).standard_normal((N, D_MODEL))  # (n, d_model)
         params, tokens, names = init_params(D_MODEL, h, seed=seed), None, tuple(f"head {i}" for i in range(h))
-        bar_labels = tuple(str(i) if h <= 8 or i % 2 == 0 else "" for i in range(h))  # 16 numbers would touch
+        bar_labels = tuple(str(i) for i in range(h))  # 16 numbers fit across the full-width bars
     if isinstance(off, bool) or not isinstance(off, (int, np.integer)) or not NONE <= off < params.h:
         raise ValueError(f"off: expected -1 (none) or a head index below h={params.h}, got {off!r}")
     out, _, trace = multi_head_attention_loop(x, x, x, params, return_trace=True)
@@ -113,7 +116,7 @@ class AblationExplorer(Explorer):
         # the page jumped 28 px), and room for them (ipywidgets sets an HTML widget's lines 28 px apart).
         self.text = widgets.HTML(layout=widgets.Layout(min_height=f"{READOUT_LINES * 28}px"))
         self.layout_key: tuple | None = None
-        super().__init__(controls, figsize=(11, 4), dpi=80)
+        super().__init__(controls, figsize=FIGSIZE, dpi=80)
         self.add_readout(self.text)
         self.before_redraw(self.update_off_options, "source", "h")  # offer only existing heads to switch off
         self.update_off_options()
@@ -141,22 +144,26 @@ class AblationExplorer(Explorer):
         off.tooltips = ["every head on", *(HEAD_NAMES if toy else (f"head {i}" for i in range(h)))]
 
     def setup(self, fig: Figure) -> None:
-        """Bars of every head's effect on the left, the selected change on the right."""
-        # Fixed margins (inches): constrained layout would measure every label again at each change.
-        # bottom: room for the toy heads' numbers and names, three lines under each bar
-        fixed_margins(fig, left=0.75, right=0.1, top=0.35, bottom=0.95, wspace=0.22)
-        self.ax_bars, self.ax_delta = fig.subplots(1, 2, width_ratios=(1, 2.2))
+        """Bars of every head's effect on top, across the width; below them the selected change, its colour bar under
+        it."""
+        # Fixed margins and gaps (inches): constrained layout would measure every label again at each change.
+        # gap: the bars' two-line names and x-label, and the map's title; bottom: the map's x-label, then the colour bar
+        bars_h, map_h, gap = 1.9, 2.1, 0.95
+        fixed_margins(fig, left=0.75, right=0.15, top=0.35, bottom=1.2, hspace=gap / ((bars_h + map_h) / 2))
+        self.ax_bars, self.ax_delta = fig.subplots(2, 1, height_ratios=(bars_h, map_h))
         # Changes in units of the largest |output| entry: one fixed scale for every head, input and seed, so
         # bigger changes look bigger and the colour bar stays in the cached background.
         self.im = self.ax_delta.imshow(
             np.zeros((N, D_MODEL)), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto", interpolation="nearest"
         )
-        self.figure.colorbar(self.im, ax=self.ax_delta, label="Δ / max |output|", shrink=0.85)
+        # Half the width, centred under the map's x-label: five short ticks, its label underneath.
+        bar = self.ax_delta.inset_axes((0.25, -0.3, 0.5, 0.055))
+        fig.colorbar(self.im, cax=bar, orientation="horizontal", label="Δ / max |output|", ticks=(-1, -0.5, 0, 0.5, 1))
         self.ax_delta.set_xlabel("output feature (column of out)")
         self.ax_delta.set_ylabel("token (query position)")
         self.ax_bars.set_title("effect of switching one head off")
         self.ax_bars.set_xlabel("head switched off")
-        self.ax_bars.set_ylabel("‖Δ output‖ / ‖output‖ (ratio)")
+        self.ax_bars.set_ylabel("‖Δ‖ / ‖out‖ (ratio)")  # as the readout writes it
         self.bars: BarContainer | None = None  # made in draw: one bar per head
         self.animate(self.im, self.ax_delta.title)
         # The bars' labels and y range, and the rows' labels, follow h, the input and the largest change: drawn
