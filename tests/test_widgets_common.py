@@ -156,7 +156,6 @@ def test_every_label_is_at_least_9_css_pixels(cls):
 LAPTOP_PENDING = {
     "AblationExplorer",
     "AttentionMapExplorer",
-    "ScalingExplorer",
 }
 
 
