@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import mha_lesson as mha
 from mha_lesson.demos import toy
+from mha_lesson.plots import style
 from mha_lesson.widgets import divisors
 from mha_lesson.widgets.attention_maps import (
     DECADES,
@@ -63,13 +64,14 @@ def test_bad_input_raises(kwargs, name):
 def test_explorer_draws_each_head_with_queries_on_rows():
     e = attention_map_explorer(source="toy sentence")
     assert e.error is None and len(e.images) == toy.H
-    for im, w in zip(e.images, e.data["weights"], strict=True):
+    for i, (im, w) in enumerate(zip(e.images, e.data["weights"], strict=True)):
         np.testing.assert_array_equal(im.get_array(), w)
-        assert [t.get_text() for t in im.axes.get_xticklabels()] == list(toy.TOKENS)  # keys on columns
-        assert "key" in im.axes.get_xlabel()
-    # queries on rows, labelled once per row of panels (every panel has the same queries)
-    first = e.images[0].axes
-    assert [t.get_text() for t in first.get_yticklabels()] == list(toy.TOKENS) and "query" in first.get_ylabel()
+        # keys on columns, labelled once per column of the two by two grid, on top (every panel has the same keys)
+        keys = [t.get_text() for t in im.axes.get_xticklabels()]
+        assert (keys, "key" in im.axes.get_xlabel()) == ((list(toy.TOKENS), True) if i < 2 else ([], False)), i
+        # queries on rows, labelled once per row of panels, on the left (every panel has the same queries)
+        queries = [t.get_text() for t in im.axes.get_yticklabels()]
+        assert (queries, "query" in im.axes.get_ylabel()) == ((list(toy.TOKENS), True) if i % 2 == 0 else ([], False))
     # the toy fixes d_model, h, n and seed: their sliders are pinned (seed hidden: the toy has none)
     assert all(e.controls[c].disabled for c in ("d_model", "h", "n", "seed"))
     assert e.controls["seed"].layout.visibility == "hidden"
@@ -164,26 +166,36 @@ def test_at_n_256_the_shared_scale_is_near_black_and_the_panel_scale_is_not():
     e.set(scale="panel")
     assert dark < 0.01 and np.ma.median(e.images[0].get_array()) > 0.2  # a fifth of the colour range, at least
     assert e.data["scale"] == "panel" and "log scale per panel" in e.grids[e.layout_key]["suptitle"].get_text()
-    colorbar = e.images[0].colorbar
-    assert colorbar.ax.get_ylabel() == "weight ÷ panel max, log scale"
-    assert [t.get_text() for t in colorbar.ax.get_yticklabels()] == ["≤0.001", "0.01", "0.1", "1"]
+    colorbar = e.images[0].colorbar  # under the grid
+    assert colorbar.orientation == "horizontal"
+    assert colorbar.ax.get_xlabel() == "weight ÷ panel max, log scale"
+    assert [t.get_text() for t in colorbar.ax.get_xticklabels()] == ["≤0.001", "0.01", "0.1", "1"]
     peaks = ", ".join(f"{p:.2g}" for p in e.data["weights"].max(axis=(-2, -1)))
     assert "log scale per panel" in e.text.value and f"Largest weight of each panel: {peaks}." in e.text.value
     assert e.controls["scale"].description == "colours"  # labelled, next to the other controls
     e.set(scale="shared")
     np.testing.assert_array_equal(e.images[0].get_array(), e.data["weights"][0])
-    assert colorbar.ax.get_ylabel() == "weight (row sums to 1)"
-    assert [t.get_text() for t in colorbar.ax.get_yticklabels()] == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
+    assert colorbar.ax.get_xlabel() == "weight (row sums to 1)"
+    assert [t.get_text() for t in colorbar.ax.get_xticklabels()] == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
 
 
-def test_the_grid_keeps_a_cell_wide_figure_and_adds_rows_for_more_heads():
+def test_the_grid_keeps_one_laptop_wide_size_and_adds_rows_of_square_panels_for_more_heads():
+    """Every h and input shows at the same CSS size (no move changes the page's height), no wider than a laptop's
+    output area; h heads take ceil(sqrt(h)) columns, panels square and clear of each other and of the colour bar."""
     e = attention_map_explorer()
-    for h, rows in ((4, 1), (8, 2), (16, 4)):
-        e.set(h=h)
-        panels = {(round(im.axes.get_position().y0, 3)) for im in e.images}
-        assert len(panels) == rows and e.css_size()[0] <= 950, (h, e.css_size())
-    e.set(source="toy sentence")
-    assert e.css_size()[0] <= 950
+    size = e.css_size()
+    assert size[0] <= style.LAPTOP_OUTPUT_PX
+    renderer = e.canvas.get_renderer()
+    for h, rows, cols in ((1, 1, 1), (2, 1, 2), (4, 2, 2), (8, 3, 3), (16, 4, 4), ("toy", 2, 2)):
+        e.set(**({"source": "toy sentence"} if h == "toy" else {"source": "random", "h": h}))
+        assert e.css_size() == size, (h, e.css_size())
+        boxes = [im.axes.get_window_extent(renderer) for im in e.images]
+        assert (len({round(b.y0) for b in boxes}), len({round(b.x0) for b in boxes})) == (rows, cols), h
+        assert all(abs(b.width - b.height) <= 1 for b in boxes), h
+        bar = e.images[0].colorbar.ax.get_window_extent(renderer)
+        assert bar.y1 < min(b.y0 for b in boxes), h  # under the grid
+        for i, a in enumerate(boxes):
+            assert not any(a.overlaps(b) for b in boxes[i + 1 :]), h
 
 
 SIZES = ("d_model", "h", "n")

@@ -151,24 +151,7 @@ def test_every_label_is_at_least_9_css_pixels(cls):
     assert px >= style.MIN_TEXT_PX, f"{text!r} shows at {px:.1f} CSS px"
 
 
-# Explorers whose smallest text still shows under MIN_LAPTOP_TEXT_PX on a laptop (issue 30, to do): each is wider
-# than the laptop's output area, which scales its picture down. Strict: one that gets fixed must leave the list.
-LAPTOP_PENDING = {
-    "AttentionMapExplorer",
-    "ScalingExplorer",
-}
-
-
-@pytest.mark.parametrize(
-    "cls",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="issue 30: text under 10 px on a laptop"))
-        if c.__name__ in LAPTOP_PENDING
-        else c
-        for c in EXPLORERS
-    ],
-    ids=lambda c: c.__name__,
-)
+@pytest.mark.parametrize("cls", EXPLORERS, ids=lambda c: c.__name__)
 def test_every_label_reads_at_10_css_pixels_on_a_laptop_with_the_file_browser_open(cls):
     explorer = cls()
     px, text = style.shown_text_px(explorer.figure, explorer.pixel_ratio)

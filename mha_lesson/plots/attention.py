@@ -94,8 +94,10 @@ def heatmap_grid(
     *,
     titles: Sequence[str] | None = None,
     ncols: int = 4,
+    colorbar: bool = True,
 ) -> list[AxesImage]:
-    """One heatmap per head on fig from weights (h, n_q, n_kv), sharing one colour bar and the query labels of a row."""
+    """One heatmap per head on fig from weights (h, n_q, n_kv), sharing one colour bar (unless colorbar=False: the
+    caller places its own) and the query labels of a row."""
     weights = np.asarray(weights)
     if weights.ndim != 3:
         raise ValueError(f"weights: expected (h, n_q, n_kv), got shape {weights.shape}")
@@ -114,5 +116,6 @@ def heatmap_grid(
         if i % ncols:  # rows are the same queries in every panel: name them once per row of panels
             ax.tick_params(labelleft=False)
             ax.set_ylabel("")
-    fig.colorbar(images[0], ax=axes, label="weight (row sums to 1)", shrink=0.8)
+    if colorbar:
+        fig.colorbar(images[0], ax=axes, label="weight (row sums to 1)", shrink=0.8)
     return images

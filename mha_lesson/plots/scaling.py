@@ -158,7 +158,7 @@ def row_axes(ax: Axes, max_n: int = 256) -> dict[str, Any]:
     ax.set_title("one query's weights, largest first", fontsize=9)
     ax.set_xscale("log")
     ax.set_xlim(0.8, max_n * 1.25)
-    ax.set_xlabel("rank of the key (1 = largest weight; log scale)")
+    ax.set_xlabel("rank of the key (log scale)\n1 = largest weight")  # two lines: a half-width panel
     ax.set_ylabel("weight (row sums to 1)")
     ax.set_ylim(0, 1.02)
     ax.grid(alpha=0.3)

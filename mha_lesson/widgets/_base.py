@@ -449,7 +449,7 @@ class Explorer:
             for artist in self.moving:
                 self.figure.draw_artist(artist)
             for ax in self.figure.axes:  # frames back on top of bars and images, as in a full draw
-                if not ax.get_animated():
+                if ax.get_visible() and not ax.get_animated():  # a hidden axes (a grid's spare cell) has none
                     for spine in ax.spines.values():
                         if not spine.get_animated():  # an animated spine was drawn with the moving artists
                             ax.draw_artist(spine)

@@ -27,8 +27,19 @@ MAX_N = 256  # a 256 x 256 heatmap is still legible as a picture; larger n would
 MAX_HEADS = 16  # more panels than this would be too small to read
 RANDOM_ONLY = ("d_model", "h", "n", "seed")  # controls the toy sentence fixes by construction (seed: it has none)
 DPI = 80
-MAX_WIDTH = 11.8  # inches: at DPI, the figure fits a JupyterLab cell (about 950 CSS pixels) at its natural size
-MAX_COLUMNS = 4  # panels per row: more heads make more rows, so a 256 x 256 map keeps a readable size
+# 584 x 640 CSS pixels for every h and input: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so
+# its text shows at its natural size there, and no move changes the page's height.
+FIGSIZE = (7.3, 8.0)
+# Inches at DPI: the figure title's two lines; above the first row, the key label and ticks and the panel title
+# (rotated words, or numbers with the title above the key label); above every other row, its panels' titles.
+TITLE_ROOM = 0.52
+FIRST_ROW_ROOM = {True: 0.8, False: 0.78}
+ROW_GAP = 0.32
+COLUMN_GAP = 0.1
+LEFT = {True: 0.72, False: 0.8}  # query labels (words, or numbers of up to three digits) and the axis label
+RIGHT = 0.1
+BAR_GAP, BAR_HEIGHT = 0.12, 0.13  # the colour bar under the grid
+BOTTOM_ROOM = BAR_GAP + BAR_HEIGHT + 0.45  # the bar, its ticks and label
 # Colour scales: one 0-1 scale for every panel, or a log scale from each panel's own largest weight down three
 # decades. A long sequence spreads a row's weight over many keys (about 1/n each), which the shared scale shows
 # as near-black; a linear scale to the panel's max would not help much, since one large weight sets that max.
@@ -170,7 +181,7 @@ class AttentionMapExplorer(Explorer):
         self.text = widgets.HTML()
         self.layout_key: tuple | None = None
         self.grids: dict[tuple, dict[str, Any]] = {}  # one figure per (h, labelled), built on first use
-        super().__init__(controls, figsize=(10, 3.3), dpi=DPI)
+        super().__init__(controls, figsize=FIGSIZE, dpi=DPI)
         self.add_readout(self.text)
         self.keep_heads_valid(most=MAX_HEADS)
         self.before_redraw(self.enable_controls, "source")  # the sliders change with the picture, not after it
@@ -213,41 +224,58 @@ class AttentionMapExplorer(Explorer):
         self.text.value = describe(data)
 
     def build(self, data: dict[str, Any]) -> dict[str, Any]:
-        """A new figure with a grid of h heatmaps, laid out by fixed margins (token labels need more room)."""
+        """A new FIGSIZE figure with a grid of h square heatmaps (see grid_geometry) and the colour bar under them."""
         h, labelled = data["h"], data["tokens"] is not None
-        ncols = min(h, MAX_COLUMNS)
-        rows = math.ceil(h / ncols)
-        panel = min(2.6 if labelled else 2.2, (MAX_WIDTH - 2.3) / ncols)  # inches per heatmap
-        top = 1.15 if labelled else 0.95  # figure title, panel title, key label, key ticks (rotated words)
-        gap = 0.95  # between rows of panels: their titles and key ticks
-        size = (max(6.0, 1.0 + panel * ncols + 1.3), top + 0.1 + panel * rows + gap * (rows - 1))
-        fig = self.new_figure(size)
+        fig = self.new_figure(FIGSIZE)
         canvas = fig.canvas
-        left = 0.85 if labelled else 0.7
-        fixed_margins(fig, left=left, right=0.05, top=top, bottom=0.1, wspace=0.08, hspace=gap / panel)
-        images = heatmap_grid(fig, data["shown"], data["tokens"], titles=data["shown_titles"], ncols=ncols)
-        suptitle = fig.suptitle("", y=1 - 0.08 / size[1], va="top")
-        colorbar = images[0].colorbar
+        geometry = grid_geometry(h, labelled)
+        ncols = geometry.pop("ncols")
+        fixed_margins(fig, **geometry)
+        images = heatmap_grid(
+            fig, data["shown"], data["tokens"], titles=data["shown_titles"], ncols=ncols, colorbar=False
+        )
+        # Under the grid, as wide as it (a bar of at most 4 inches), its ticks and label below it.
+        width, height = FIGSIZE
+        grid_width = width - geometry["left"] - geometry["right"]
+        bar_width = min(grid_width, 4.0)
+        bar_left = geometry["left"] + (grid_width - bar_width) / 2
+        bar_bottom = geometry["bottom"] - BAR_GAP - BAR_HEIGHT
+        bar = fig.add_axes((bar_left / width, bar_bottom / height, bar_width / width, BAR_HEIGHT / height))
+        colorbar = fig.colorbar(images[0], cax=bar, orientation="horizontal")
+        suptitle = fig.suptitle("", y=1 - 0.08 / height, va="top")
         # The title and the colour bar's label follow the input, mask and scale: drawn into a background per
         # heading over the grid's common one, not by a full draw.
-        self.follow_key(suptitle, colorbar.ax.yaxis)
+        self.follow_key(suptitle, colorbar.ax.xaxis)
         animated = [*images]  # what changes on a move: draw animates them when it shows this grid
         for i, im in enumerate(images):
             animated.extend(im.axes.spines.values())  # the heatmap covers its frame: draw the frame again
+            row, col = divmod(i, ncols)
             if labelled:
+                if row:  # the same keys in every column: named once, on top of the grid
+                    im.axes.tick_params(labeltop=False)
+                    im.axes.set_xlabel("")
                 continue
-            # Random input has positions, not words: numbered on the first panel of each row only. Every panel
-            # has the same queries and keys, and the numbers move with n, so they are drawn with each move
-            # (animated) on those panels, and the other panels carry no ticks at all: one background serves every n.
-            if i % ncols:
-                im.axes.tick_params(top=False, left=False, labeltop=False)
+            # Random input has positions, not words: keys numbered on the first panel only, queries on the first
+            # panel of each row. Every panel has the same queries and keys, and the numbers move with n, so they
+            # are drawn with each move (animated) on those panels, and the other panels carry no ticks at all:
+            # one background serves every n.
+            if col or row:
+                im.axes.tick_params(top=False, labeltop=False)
                 im.axes.set_xlabel("")
-            else:
-                # min_n_ticks=1: with n = 1 the only position, 0, is the one tick (not -0.4 ... 0.4)
-                im.axes.xaxis.set_major_locator(MaxNLocator(nbins=4 if ncols > 4 else 5, integer=True, min_n_ticks=1))
-                im.axes.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True, min_n_ticks=1))
-                animated.extend([im.axes.xaxis, im.axes.yaxis])
-                still_axis_labels(im.axes)
+            if col:
+                im.axes.tick_params(left=False)
+                continue
+            # min_n_ticks=1: with n = 1 the only position, 0, is the one tick (not -0.4 ... 0.4)
+            im.axes.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=True, min_n_ticks=1))
+            animated.append(im.axes.yaxis)
+            if row:
+                im.axes.set_ylabel("")
+                continue
+            # fewer numbers on narrower panels (3 and 4 columns): three-digit positions need room between them
+            nbins = {3: 4, 4: 3}.get(ncols, 5)
+            im.axes.xaxis.set_major_locator(MaxNLocator(nbins=nbins, integer=True, min_n_ticks=1))
+            animated.append(im.axes.xaxis)
+            still_axis_labels(im.axes)
         return {
             "figure": fig,
             "canvas": canvas,
@@ -266,10 +294,35 @@ class AttentionMapExplorer(Explorer):
 
     @staticmethod
     def heading(data: dict[str, Any]) -> str:
-        """Figure title."""
+        """Figure title, on two lines (the figure is a laptop's output area wide)."""
         mask = ", causal" if data["causal"] else ""
         scale = "" if data["scale"] == "shared" else "; colours: log scale per panel"
-        return f"attention weights per head ({data['source']}{mask}): rows = queries, columns = keys{scale}"
+        return f"attention weights per head ({data['source']}{mask})\nrows = queries, columns = keys{scale}"
+
+
+def grid_geometry(h: int, labelled: bool) -> dict[str, float]:
+    """Columns and margins (as fixed_margins takes them) of h square panels in a FIGSIZE figure: ceil(sqrt(h))
+    columns (1, 2, 4, 8, 16 heads: 1 x 1, 1 x 2, 2 x 2, 3 x 3 less one, 4 x 4), as large as the width and height
+    allow, centred across the width, top-aligned (the colour bar goes under the grid)."""
+    ncols = math.ceil(math.sqrt(h))
+    rows = math.ceil(h / ncols)
+    width, height = FIGSIZE
+    top = TITLE_ROOM + FIRST_ROW_ROOM[labelled]
+    across = width - LEFT[labelled] - RIGHT - COLUMN_GAP * (ncols - 1)
+    down = height - top - BOTTOM_ROOM - ROW_GAP * (rows - 1)
+    panel = min(across / ncols, down / rows)  # inches per heatmap
+    grid_width = panel * ncols + COLUMN_GAP * (ncols - 1)
+    left = LEFT[labelled] + (across + COLUMN_GAP * (ncols - 1) - grid_width) / 2
+    bottom = height - top - panel * rows - ROW_GAP * (rows - 1)
+    return {
+        "ncols": ncols,
+        "left": left,
+        "right": width - left - grid_width,
+        "top": top,
+        "bottom": bottom,
+        "wspace": COLUMN_GAP / panel,
+        "hspace": ROW_GAP / panel,
+    }
 
 
 def set_colour_scale(colorbar: Colorbar, scale: str) -> None:
@@ -295,7 +348,8 @@ def still_axis_labels(ax: Axes) -> None:
     ax.annotate(ax.get_ylabel(), (0, 0.5), xytext=(-30, 0), ha="right", va="center", rotation=90, **kw)
     ax.set_xlabel("")
     ax.set_ylabel("")
-    ax.set_title(ax.get_title(), y=1, pad=36)  # above the key label: its offset plus one line
+    # above the key label (its offset plus one line), at the size the grid gave it
+    ax.set_title(ax.get_title(), y=1, pad=36, fontsize=ax.title.get_fontsize())
 
 
 def attention_map_explorer(**values: Any) -> AttentionMapExplorer:

@@ -103,19 +103,22 @@ class ScalingExplorer(Explorer):
         # makes the page jump (the text used to wrap onto a third line from d_k = 128 on).
         self.text = widgets.HTML(layout=widgets.Layout(min_height="4.5em"))
         self.settled = False
-        super().__init__(controls, figsize=(12, 6.2), dpi=72)
+        # 584 x 736 CSS pixels: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so its text at
+        # 9 points shows 10 pixels tall there too.
+        super().__init__(controls, figsize=(7.3, 9.2), dpi=80)
         self.add_readout(self.text)
 
     def setup(self, fig: Figure) -> None:
-        """Two rows of three panels: the scores (histograms unscaled and scaled, variance against d_k), then the
-        softmax rows (one query's weights, entropy and max weight against d_k); one legend above them all."""
-        axes = fig.subplots(2, 3)
+        """Three rows of two panels, read row by row: the scores (histograms unscaled and scaled, then variance against
+        d_k), then the softmax rows (one query's weights, entropy and max weight against d_k); one legend above."""
+        axes = fig.subplots(3, 2)
         self.hist = score_histogram_axes(axes[0, 0], axes[0, 1])
-        self.var = variance_axes(axes[0, 2], D_KS)
-        self.row = row_axes(axes[1, 0], MAX_N)
-        self.sat = saturation_axes(axes[1, 1], axes[1, 2], D_KS, MAX_N, legend=False)
-        for ax in axes.flat:
-            ax.title.set_fontsize(9)
+        self.var = variance_axes(axes[1, 0], D_KS)
+        self.row = row_axes(axes[1, 1], MAX_N)
+        self.sat = saturation_axes(axes[2, 0], axes[2, 1], D_KS, MAX_N, legend=False)
+        for ax in axes.flat:  # titles and axis labels at the tick labels' 9 points: the long y labels fit a panel
+            for text in (ax.title, ax.xaxis.label, ax.yaxis.label):
+                text.set_fontsize(9)
         # Every panel draws with the same few styles: one legend for all, outside the panels, so it covers no data.
         key = {
             RAW[1]: Line2D([], [], color=RAW[0], marker="o", ms=3),
@@ -126,7 +129,7 @@ class ScalingExplorer(Explorer):
             "current d_k": self.sat["max_cursor"],
         }
         self.legend = fig.legend(
-            list(key.values()), list(key), loc="outside upper center", ncols=3, fontsize=9, frameon=False
+            list(key.values()), list(key), loc="outside upper center", ncols=2, fontsize=9, frameon=False
         )
         # What a move changes. The histograms' axes follow d_k (limits, so ticks, grid, titles and the band of the
         # scaled range): they go into a background per d_k, drawn over the common one (a full draw, about 0.3 s,
