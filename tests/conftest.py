@@ -30,10 +30,10 @@ def executed_notebook():
         def get(path: Path):
             if not runs:
                 for lesson in sorted(NOTEBOOKS.resolve().glob("*.ipynb")):
-                    runs[lesson] = pool.submit(execute, lesson)
+                    runs[lesson] = pool.submit(execute, lesson, figures=True)
             path = Path(path).resolve()
             if path not in runs:
-                runs[path] = pool.submit(execute, path)
+                runs[path] = pool.submit(execute, path, figures=True)
             return copy.deepcopy(runs[path].result())
 
         yield get

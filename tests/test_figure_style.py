@@ -16,14 +16,60 @@ from mha_lesson.plots.attention import attention_heatmap, token_label
 from mha_lesson.plots.heads import matrix_image
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+# bbox_inches='tight' (IPython's inline figures) crops to the drawn area plus 0.1 in of padding each side: a
+# constrained-layout figure comes out about 12 CSS px wider than its size (measured in the lessons: 950 -> 962).
+TIGHT_PAD_PX = 12
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# Lessons (by number) whose static figures still show text under MIN_LAPTOP_TEXT_PX on a laptop, or whose code still
+# asks for a figure wider than style.WIDTH (issue 30, to do). Strict: a lesson that gets fixed must leave its list.
+FIGURES_PENDING = {
+    "00",
+    "01",
+    "02",
+    "04",
+    "05",
+    "07",
+    "08",
+    "10",
+    "11",
+    "12",
+    "13",
+    "14",
+    "15",
+    "16",
+    "17",
+    "18",
+    "20",
+    "21",
+}
+WIDE_PENDING = {
+    "01",
+    "07",
+    "08",
+    "11",
+    "12",
+    "14",
+    "15",
+    "16",
+    "17",
+}
 
 
-def test_a_cell_wide_figure_is_the_cell_width_at_the_css_dpi():
+def pending(names: set[str]) -> list:
+    """NOTEBOOKS, those whose number is in `names` marked as a strict expected failure (issue 30)."""
+    mark = pytest.mark.xfail(strict=True, reason="issue 30: a figure too wide or its text under 10 px on a laptop")
+    return [pytest.param(p, marks=mark) if p.name[:2] in names else p for p in NOTEBOOKS]
+
+
+def test_the_widest_figure_fits_a_cell_and_its_ticks_read_on_a_laptop():
     assert style.figsize(4) == (style.WIDTH, 4)
-    assert style.WIDTH * style.DPI == style.CELL_WIDTH_PX
     assert style.figsize(3, width=0.5) == (style.WIDTH / 2, 3)
     fig = Figure(figsize=style.figsize(3), dpi=style.DPI)
-    assert style.css_width(fig) == pytest.approx(style.CELL_WIDTH_PX)
+    shown = style.css_width(fig) + TIGHT_PAD_PX  # what bbox_inches='tight' sends at most
+    assert shown <= style.CELL_WIDTH_PX  # at its natural size in a 1400-pixel window
+    # On a laptop the output area scales it down; the smallest default text (the ticks) must still read.
+    tick_px = style.RC["xtick.labelsize"] / 72 * style.DPI
+    assert tick_px * style.LAPTOP_OUTPUT_PX / shown >= style.MIN_LAPTOP_TEXT_PX
     assert style.css_width(Figure(figsize=(5, 3), dpi=200), pixel_ratio=2) == pytest.approx(500)
 
 
@@ -122,7 +168,7 @@ def literal_figsizes(source: str) -> list[tuple[float, float]]:
     return found
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", pending(WIDE_PENDING), ids=lambda p: p.name)
 def test_no_lesson_figure_is_wider_than_a_cell(path):
     sources = [s for s in code_cells(path) if not s.lstrip().startswith(("%", "!"))]
     wide = [size for s in sources for size in literal_figsizes(s) if size[0] > style.WIDTH]
@@ -145,3 +191,53 @@ def test_shown_text_px_scales_a_figure_wider_than_the_output_area_down_with_its_
     assert style.shown_text_px(fig) == (pytest.approx(12.5 * 588 / 880), "label")
     assert style.shown_text_px(fig, output_px=950)[0] == pytest.approx(12.5)  # it fits: never scaled up
     assert style.shown_text_px(fig, pixel_ratio=2)[0] == pytest.approx(6.25)  # 440 CSS px: fits, half the size
+
+
+def _static_pngs(nb) -> int:
+    """How many PNG outputs of the notebook are static figures (an explorer's fallback image travels with its view)."""
+    return sum(
+        1
+        for cell in nb.cells
+        for out in cell.get("outputs", [])
+        if "image/png" in out.get("data", {}) and WIDGET_VIEW not in out["data"]
+    )
+
+
+def _small_text(figures: list[dict]) -> list[str]:
+    """Figures whose smallest text shows under MIN_LAPTOP_TEXT_PX once a laptop's output area scales them down."""
+    small = []
+    for fig in figures:
+        shown = fig["text_px"] * min(1.0, style.LAPTOP_OUTPUT_PX / fig["css_px"])
+        if shown < style.MIN_LAPTOP_TEXT_PX:
+            small.append(f"cell {fig['cell']}: {fig['text']!r} shows at {shown:.1f} px ({fig['css_px']:.0f} px wide)")
+    return small
+
+
+def test_small_text_scales_with_the_figure_and_never_up():
+    figures = [
+        {"cell": 1, "css_px": 950, "text_px": 12.5, "text": "a"},  # 12.5 * 588 / 950 = 7.7
+        {"cell": 2, "css_px": 588, "text_px": 10, "text": "b"},
+        {"cell": 3, "css_px": 300, "text_px": 9.9, "text": "c"},  # fits: shown at its natural 9.9
+        {"cell": 4, "css_px": 735, "text_px": 12.5, "text": "d"},  # 12.5 * 0.8 = 10.0
+    ]
+    assert _small_text(figures) == [
+        "cell 1: 'a' shows at 7.7 px (950 px wide)",
+        "cell 3: 'c' shows at 9.9 px (300 px wide)",
+    ]
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_static_figure_is_logged(path, executed_notebook):
+    """The figure log behind the next test sees every static figure a lesson shows, and where."""
+    nb = executed_notebook(path)
+    figures = nb.metadata["mha_figures"]
+    assert len(figures) == _static_pngs(nb)
+    assert all(nb.cells[f["cell"]].cell_type == "code" for f in figures)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("path", pending(FIGURES_PENDING), ids=lambda p: p.name)
+def test_every_static_figure_reads_at_10_css_pixels_on_a_laptop_with_the_file_browser_open(path, executed_notebook):
+    small = _small_text(executed_notebook(path).metadata["mha_figures"])
+    assert not small, "\n".join(small)

@@ -13,14 +13,13 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 
 from ..demos.one_head import TABLE3_BASE_H, Table3Row, offset_weights
-from . import style
 from .attention import attention_heatmap
 
 HEAD_COLOURS = {1: "tab:red", 2: "tab:blue"}  # one head, two heads: the same colours in every figure
 # The sentence map's lookup labels sit on viridis' dark end (#440154): plain red reads at a contrast of 3.8, this
 # light red at 6.3 (WCAG 2 asks for 4.5). The outline of a looked-up cell stays red.
 LOOKUP_LABEL_COLOUR = "#ff8080"
-PLATEAU_FIGSIZE = style.figsize(7.4)  # a cell wide: the curves on top, below them maps big enough to tell t-1 from t-2
+PLATEAU_FIGSIZE = (9.5, 7.4)  # curves on top, maps big enough to tell t-1 from t-2 (issue 30: to fit style.WIDTH)
 # The plateau's weight curves: head 0 orange, head 1 green (not the colours of h = 1 and 2); solid t-1, dotted t-2.
 PLATEAU_STYLES = {
     (0, 0): ("tab:orange", "-"),

@@ -1,8 +1,9 @@
 """The series' figure defaults in one place: figures fit a JupyterLab cell, text stays readable, HiDPI stays sharp.
 
-Every lesson's setup cell calls `use_lesson_style()` once. Sizes are in inches at `DPI` CSS pixels per inch, so a
-figure `WIDTH` inches wide fills a cell (about `CELL_WIDTH_PX` at a 1400-pixel window) at its natural size: the
-browser never shrinks it, and a label of `MIN_TEXT_PX` or more stays that size on screen. Static figures go out as
+Every lesson's setup cell calls `use_lesson_style()` once. Sizes are in inches at `DPI` CSS pixels per inch. A
+figure `WIDTH` inches wide, the widest, shows at its natural size in a cell of a 1400-pixel window (about
+`CELL_WIDTH_PX`), and a laptop's narrower output area (`LAPTOP_OUTPUT_PX`) scales it down by so little that a label
+of 9 points still reads at `MIN_LAPTOP_TEXT_PX`. Static figures go out as
 'retina' PNGs (twice the pixels, shown at the same CSS size); explorers do the same where a move can afford
 the pixels, through `Explorer.pixel_ratio` (mha_lesson.widgets._base).
 """
@@ -17,12 +18,14 @@ from matplotlib.text import Text
 
 DPI = 100  # CSS pixels per inch of a static figure (matplotlib's default dpi)
 CELL_WIDTH_PX = 950  # the width of a JupyterLab cell's output area at 1x, for a window about 1400 pixels wide
-WIDTH = CELL_WIDTH_PX / DPI  # inches: the widest figure that shows at its natural size
 MIN_TEXT_PX = 9.0  # smallest text, in CSS pixels as displayed (7 pt at DPI)
 # A laptop: in a 1024-pixel JupyterLab window with the file browser open, a cell's output area is about 588 CSS
 # pixels wide (measured in headless Chromium), and a wider figure is scaled down to it. Its text should still read.
 LAPTOP_OUTPUT_PX = 588
 MIN_LAPTOP_TEXT_PX = 10.0
+# inches: the widest static figure. Its 9-point ticks (12.5 CSS px) still show at 10.3 px once a laptop scales the
+# figure down to 588 px, with the ~12 px that bbox_inches='tight' adds; at 1400 pixels it fits a cell as it is.
+WIDTH = 7.0
 
 # Smaller than matplotlib's defaults (10 pt ticks, 12 pt titles): panels of a cell-wide grid are 3-4 inches wide.
 RC: dict[str, Any] = {
