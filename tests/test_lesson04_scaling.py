@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 import mha_lesson as mha
 from mha_lesson.demos.scaling import jacobian_norm, row_stats, score_variance
 from mha_lesson.plots.scaling import saturation_axes, set_saturation
-from mha_lesson.widgets.scaling import D_KS, scaling_explorer, scaling_stats
+from mha_lesson.widgets.scaling import D_KS, READOUT_LINES, scaling_explorer, scaling_stats
 
 
 def test_measured_variance_is_d_k_within_the_standard_error_over_many_seeds():
@@ -189,7 +189,8 @@ def test_titles_and_the_variance_panel_state_d_k_against_1():
     raw, scaled = e.data["raw"], e.data["scaled"]
     assert e.hist["raw_title"].get_text().endswith("closed form: Var = d_k = 256")
     assert e.hist["scaled_title"].get_text().endswith("closed form: Var = 1")
-    assert f"Var(q·k) = {raw.var():.2f} over the {raw.size:,} scores drawn (closed form: d_k = 256)" in e.text.value
+    assert f"Var(q·k) = {raw.var():.2f} (closed form: d_k = 256)" in e.text.value
+    assert f"over the {raw.size:,} scores drawn" in e.text.value
     assert f"Var(q·k / √d_k) = {scaled.var():.2f} (closed form: 1)" in e.text.value
     c = e.data["curves"]
     np.testing.assert_allclose(e.var["var_raw"].get_ydata(), c["var_raw"])
@@ -261,7 +262,7 @@ def test_the_notebook_saturation_figure_labels_both_panels_outside_the_data():
         assert ax.title.get_window_extent(renderer).y0 >= box.y1 - 1  # the title stays clear of it
 
 
-def test_the_readout_explains_a_small_d_ks_variance_and_keeps_three_lines():
+def test_the_readout_explains_a_small_d_ks_variance_and_keeps_its_lines():
     e = scaling_explorer()
     e.set(d_k=1)
     raw = e.data["raw"]  # (64, 32): at d_k = 1 the outer product of 64 query numbers and 32 key numbers
@@ -278,5 +279,6 @@ def test_the_readout_explains_a_small_d_ks_variance_and_keeps_three_lines():
             e.set(d_k=d_k, n=n)
             parts = e.text.value.split("<br>")
             lines.add(len(parts))
-            assert max(len(p) for p in parts) <= 150  # none wraps at the explorer's width
-    assert lines == {3} and e.text.layout.min_height
+            # short enough not to wrap beside the file browser at 1024 px (about 590 px: 80 characters of 13 px text)
+            assert max(len(p) for p in parts) <= 80, parts
+    assert lines == {READOUT_LINES} and e.text.layout.min_height == f"{READOUT_LINES * 28}px"

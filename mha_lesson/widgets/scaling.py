@@ -31,6 +31,7 @@ from ._base import Explorer, check_start, pin_axis_labels, settle_layout
 D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
 MAX_N = 256
 QUERIES = 64  # rows averaged for the entropy and max-weight curves
+READOUT_LINES = 6  # the readout's lines for every d_k, n and seed
 PAIRS = 2000  # independent (q, k) pairs: the readout's check of Var(q·k) = d_k
 
 
@@ -99,9 +100,9 @@ class ScalingExplorer(Explorer):
             "n": widgets.IntSlider(value=n, min=2, max=MAX_N, description="n (keys)", continuous_update=False),
             "seed": widgets.IntSlider(value=seed, min=0, max=20, description="seed", continuous_update=False),
         }
-        # Three short lines, each broken by hand (none wraps at the explorer's width) and a height for three: no move
-        # makes the page jump (the text used to wrap onto a third line from d_k = 128 on).
-        self.text = widgets.HTML(layout=widgets.Layout(min_height="4.5em"))
+        # READOUT_LINES short lines, each broken by hand so that none wraps even beside the file browser at 1024 px,
+        # in a readout that tall: no move makes the page jump (three long lines wrapped to a fourth from d_k = 128).
+        self.text = widgets.HTML(layout=widgets.Layout(min_height=f"{READOUT_LINES * 28}px"))
         self.settled = False
         # 584 x 736 CSS pixels: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so its text at
         # 9 points shows 10 pixels tall there too.
@@ -166,25 +167,26 @@ class ScalingExplorer(Explorer):
 
     @staticmethod
     def summary(data: dict[str, Any]) -> str:
-        """Three HTML lines: measured variances against closed forms, an independent check, entropy and max weight.
+        """READOUT_LINES short HTML lines: measured variances against closed forms, an independent check, entropy
+        and max weight.
 
         The shown scores are queries × n products of only queries + n random vectors: at small d_k their variance
-        strays from d_k by chance (at d_k = 1 it is mean(q²)·mean(k²) - (mean q · mean k)²), so the line adds the
-        variance over PAIRS independent pairs, the estimate the closed form is about.
+        strays from d_k by chance (at d_k = 1 it is mean(q²)·mean(k²) - (mean q · mean k)²), so the readout adds
+        the variance over PAIRS independent pairs, the estimate the closed form is about.
         """
         i = D_KS.index(data["d_k"])
-        c, d = data["curves"], data["d_k"]
+        c, d, n = data["curves"], data["d_k"], data["n"]
         pairs = independent_variance(data["seed"])
-        return (
-            f"d_k = {d}: Var(q·k) = {data['variance']:.2f} over the {data['raw'].size:,} scores drawn (closed form: "
-            f"d_k = {d}); Var(q·k / √d_k) = {c['var_scaled'][i]:.2f} (closed form: 1).<br>"
-            f"Those scores share {data['raw'].shape[0]} + {data['n']} random vectors, so at small d_k chance moves "
-            f"them; {PAIRS:,} independent pairs give Var(q·k) = {pairs['measured'][i]:.2f} ± "
-            f"{pairs['stderr'][i]:.2f}.<br>"
-            f"Rows of {data['n']} keys, unscaled: entropy {c['entropy_raw'][i]:.2f} nats, max weight "
-            f"{c['max_raw'][i]:.2f}; scaled: entropy {c['entropy_scaled'][i]:.2f} nats, max weight "
-            f"{c['max_scaled'][i]:.2f} (uniform: ln n = {math.log(data['n']):.2f} nats, 1/n = {1 / data['n']:.3g})."
-        )
+        lines = [
+            f"d_k = {d}: Var(q·k) = {data['variance']:.2f} (closed form: d_k = {d}),",
+            f"Var(q·k / √d_k) = {c['var_scaled'][i]:.2f} (closed form: 1), over the {data['raw'].size:,} scores drawn.",
+            f"Those scores share {data['raw'].shape[0]} + {n} random vectors, so at small d_k chance moves them;",
+            f"{PAIRS:,} independent pairs give Var(q·k) = {pairs['measured'][i]:.2f} ± {pairs['stderr'][i]:.2f}.",
+            f"Rows of {n} keys, unscaled: entropy {c['entropy_raw'][i]:.2f} nats, max weight {c['max_raw'][i]:.2f};",
+            f"scaled: {c['entropy_scaled'][i]:.2f} nats, {c['max_scaled'][i]:.2f} "
+            f"(uniform: ln n = {math.log(n):.2f} nats, 1/n = {1 / n:.3g}).",
+        ]
+        return "<br>".join(lines)
 
 
 def scaling_explorer(d_k: int = 64, n: int = 32, seed: int = 0) -> ScalingExplorer:
