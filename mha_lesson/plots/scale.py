@@ -110,7 +110,7 @@ def time_plot(ax: Axes, timings: Mapping[str, np.ndarray]) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("time for one head (ms, log scale)")
     ax.set_title("time: median of interleaved runs (varies from run to run)")
-    ax.legend(fontsize=8)
+    ax.legend()
 
 
 def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
@@ -121,7 +121,10 @@ def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
 def decode_plot(
     fig: Figure, timings: Mapping[str, np.ndarray], flops: Mapping[str, np.ndarray], window: int = 16
 ) -> None:
-    """Left: measured ms per new token against its position; right: FLOPs per new token (closed form)."""
+    """Left: measured ms per new token against its position; right: FLOPs per new token (closed form).
+
+    One legend below both panels: the two share their lines, and a panel a half-cell wide has no room for one.
+    """
     ax_t, ax_f = fig.subplots(1, 2)
     position = timings["position"]
     centre = rolling_median(position.astype(float), window)
@@ -132,9 +135,8 @@ def decode_plot(
     ax_t.set(xlabel="position of the new token", ylabel=f"ms per token (median over {window} tokens)",
              title="measured (varies from run to run)")  # fmt: skip
     ax_f.set(xlabel="position of the new token", ylabel="FLOPs per token (log scale)", yscale="log",
-             title="counted: cached O(t·d), recomputed O(t·d² + t²·d)")  # fmt: skip
-    for ax in (ax_t, ax_f):
-        ax.legend(fontsize=8)
+             title="counted: cached O(t·d),\nrecomputed O(t·d² + t²·d)")  # fmt: skip
+    fig.legend(handles=ax_f.get_lines(), loc="outside lower center", ncols=2)
 
 
 def rope_plot(fig: Figure, table: np.ndarray) -> None:
