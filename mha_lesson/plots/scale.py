@@ -110,7 +110,7 @@ def time_plot(ax: Axes, timings: Mapping[str, np.ndarray]) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("time for one head (ms, log scale)")
     ax.set_title("time: median of interleaved runs (varies from run to run)")
-    ax.legend(fontsize=8)
+    ax.legend()
 
 
 def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
@@ -121,7 +121,10 @@ def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
 def decode_plot(
     fig: Figure, timings: Mapping[str, np.ndarray], flops: Mapping[str, np.ndarray], window: int = 16
 ) -> None:
-    """Left: measured ms per new token against its position; right: FLOPs per new token (closed form)."""
+    """Left: measured ms per new token against its position; right: FLOPs per new token (closed form).
+
+    One legend below both panels: the two share their lines, and a panel a half-cell wide has no room for one.
+    """
     ax_t, ax_f = fig.subplots(1, 2)
     position = timings["position"]
     centre = rolling_median(position.astype(float), window)
@@ -132,9 +135,8 @@ def decode_plot(
     ax_t.set(xlabel="position of the new token", ylabel=f"ms per token (median over {window} tokens)",
              title="measured (varies from run to run)")  # fmt: skip
     ax_f.set(xlabel="position of the new token", ylabel="FLOPs per token (log scale)", yscale="log",
-             title="counted: cached O(t·d), recomputed O(t·d² + t²·d)")  # fmt: skip
-    for ax in (ax_t, ax_f):
-        ax.legend(fontsize=8)
+             title="counted: cached O(t·d),\nrecomputed O(t·d² + t²·d)")  # fmt: skip
+    fig.legend(handles=ax_f.get_lines(), loc="outside lower center", ncols=2)
 
 
 def rope_plot(fig: Figure, table: np.ndarray) -> None:
@@ -145,13 +147,15 @@ def rope_plot(fig: Figure, table: np.ndarray) -> None:
     im = ax_map.imshow(table, cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest")
     fig.colorbar(im, ax=ax_map, label="score (unitless)", shrink=0.85)
     ax_map.set(
-        xlabel="key position j", ylabel="query position m", title="rope(q)_m · rope(k)_j: constant along diagonals"
+        xlabel="key position j", ylabel="query position m", title="rope(q)_m · rope(k)_j:\nconstant along diagonals"
     )
     for m, style in zip((2, n // 2, n - 3), ("-", "--", ":"), strict=True):
         ax_rows.plot(np.arange(n) - m, table[m], style, marker="o", ms=3, label=f"query at m = {m}")
     ax_rows.set(xlabel="offset j − m (tokens)", ylabel="score (unitless)",
-                title="every row is one curve of the offset")  # fmt: skip
-    ax_rows.legend(fontsize=8)
+                title="every row is one curve\nof the offset")  # fmt: skip
+    ax_rows.legend()
+    # Room between the colour bar's label and the right panel's axis label, which otherwise touch.
+    fig.get_layout_engine().set(wspace=0.04)
 
 
 def receptive_field_plot(fig: Figure, reaches: Sequence[np.ndarray], window: int) -> None:
@@ -159,29 +163,38 @@ def receptive_field_plot(fig: Figure, reaches: Sequence[np.ndarray], window: int
     axes = fig.subplots(1, len(reaches), sharey=True)
     for depth, (ax, reach) in enumerate(zip(axes, reaches, strict=True), start=1):
         ax.imshow(reach, cmap="Greys", vmin=0, vmax=1.4, interpolation="nearest")
-        ax.set_title(f"{depth} layer{'s' if depth > 1 else ''}: back {depth * (window - 1)} tokens")
+        # Two lines: four titles on one line each run into each other across a cell-wide figure.
+        ax.set_title(f"{depth} layer{'s' if depth > 1 else ''}:\nback {depth * (window - 1)} tokens")
         ax.set_xlabel("input token")
     axes[0].set_ylabel("position after the layers")
 
 
+def _minor_2_to_5(value: float, _position: int) -> str:
+    """A log axis' minor tick label: 20, 30, 40, 50 shown, 60-90 left blank (they crowd against the next decade)."""
+    mantissa = value / 10 ** np.floor(np.log10(value))
+    return f"{value:g}" if round(mantissa) <= 5 else ""
+
+
 def ln_plot(fig: Figure, stream: Mapping[str, np.ndarray], depths: np.ndarray, grads: Mapping[str, np.ndarray]) -> None:
-    """Left: a token's norm in the residual stream per layer; right: last layer's w_2 gradient norm against depth."""
+    """Left: a token's norm in the residual stream per layer; right: last layer's w_2 gradient norm against depth.
+
+    One legend below both panels: they share the post-LN and pre-LN lines, and the long names would cover data.
+    """
     ax_s, ax_g = fig.subplots(1, 2)
     colours = {"post": STANDARD, "pre": TILED}
     names = {"post": "post-LN (original Transformer, BERT)", "pre": "pre-LN (GPT-2, Llama, Mistral)"}
     for norm, values in stream.items():
         ax_s.plot(np.arange(len(values)), values, "o-", ms=3, color=colours[norm], label=names[norm])
     ax_s.set(xlabel="layer (0 = the input)", ylabel="mean norm of a token's vector",
-             title="the residual stream, layer by layer")  # fmt: skip
+             title="the residual stream,\nlayer by layer")  # fmt: skip
     for norm, values in grads.items():
         ax_g.plot(depths, values, "o-", color=colours[norm], label=names[norm])
     reference = grads["pre"][0] / np.sqrt(depths)
     ax_g.plot(depths, reference, ":", color="0.4", label="∝ 1/√L")
     ax_g.set(xscale="log", yscale="log", xlabel="layers L in the stack", ylabel="‖∂loss/∂w₂‖ of the last layer",
-             title="gradient of the last layer's FFN weights, at initialisation")  # fmt: skip
+             title="last layer's FFN weight gradient,\nat initialisation")  # fmt: skip
     ax_g.set_xticks(depths, [str(d) for d in depths])
     ax_g.xaxis.set_minor_locator(NullLocator())
     ax_g.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # 40, not 4×10¹
-    ax_g.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    for ax in (ax_s, ax_g):
-        ax.legend(fontsize=8)
+    ax_g.yaxis.set_minor_formatter(FuncFormatter(_minor_2_to_5))
+    fig.legend(handles=ax_g.get_lines(), loc="outside lower center", ncols=3)
