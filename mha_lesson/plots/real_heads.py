@@ -57,10 +57,10 @@ def layer_head_heatmap(
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.set_title(title, fontsize=10)
-    if fmt is not None:
+    if fmt is not None:  # at 9 points, the smallest text that reads once a laptop scales a 7-inch figure down
         for (li, hi), v in np.ndenumerate(values):
             light = (v - vmin) < 0.6 * (vmax - vmin)
-            text = ax.text(hi, li, fmt.format(v), ha="center", va="center", fontsize=7, color="w" if light else "k")
+            text = ax.text(hi, li, fmt.format(v), ha="center", va="center", fontsize=9, color="w" if light else "k")
             text.set_in_layout(False)  # inside the axes anyway: measuring every label would only slow the layout
     for li, hi in marked:
         ax.add_patch(Rectangle((hi - 0.5, li - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
