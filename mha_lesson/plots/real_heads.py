@@ -16,19 +16,22 @@ from .attention import attention_heatmap
 
 
 def similarity_heatmap(ax: Axes, sims: np.ndarray, labels: Sequence[str], *, title: str) -> AxesImage:
-    """Cosine similarities (N, N) between sentences, annotated, on a -1..1 diverging scale."""
+    """Cosine similarities (N, N) between sentences, annotated, on a -1..1 diverging scale.
+
+    Rows show each sentence numbered, columns only its number: N sentences written out on both axes would leave the
+    matrix a third of a laptop-wide cell."""
     sims = np.asarray(sims)
     if sims.ndim != 2 or sims.shape[0] != sims.shape[1] or sims.shape[0] != len(labels):
         raise ValueError(f"sims: expected a ({len(labels)}, {len(labels)}) matrix for the labels, got {sims.shape}")
     im = ax.imshow(sims, cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest")
-    ax.set_xticks(range(len(labels)), list(labels), rotation=35, ha="right")
-    ax.set_yticks(range(len(labels)), list(labels))
+    ax.set_xticks(range(len(labels)), [str(i + 1) for i in range(len(labels))])
+    ax.set_yticks(range(len(labels)), [f"{label} ({i + 1})" for i, label in enumerate(labels)])
     for i in range(sims.shape[0]):
         for j in range(sims.shape[1]):
             colour = "w" if abs(sims[i, j]) > 0.6 else "k"
-            ax.text(j, i, f"{sims[i, j]:.2f}", ha="center", va="center", fontsize=8, color=colour).set_in_layout(False)
+            ax.text(j, i, f"{sims[i, j]:.2f}", ha="center", va="center", fontsize=9, color=colour).set_in_layout(False)
     ax.set_title(title)
-    ax.set_xlabel("sentence")
+    ax.set_xlabel("sentence (its number on the rows)")
     ax.set_ylabel("sentence")
     ax.figure.colorbar(im, ax=ax, label="cosine similarity (1 = same direction)", shrink=0.8)
     return im
@@ -72,7 +75,7 @@ def score_grids(
     fig: Figure, scores: Mapping[str, np.ndarray], baseline: Mapping[str, float], threshold: float = 0.5
 ) -> None:
     """One (layers, heads) heatmap per score on fig; fractions share a 0..1 scale, heads above threshold framed."""
-    axes = fig.subplots(2, 3).ravel()
+    axes = fig.subplots(3, 2).ravel()  # two panels a row: a laptop-wide cell leaves each title its width
     for ax, (name, values) in zip(axes, scores.items(), strict=True):
         fraction = name != "entropy"
         marked = list(zip(*np.nonzero(values > threshold), strict=True)) if fraction else []
@@ -86,12 +89,12 @@ def score_grids(
             marked=marked,
             fmt=None,  # 432 numbers would crowd the panels; the lesson prints the heads that stand out
         )
-        # Six panels share a cell's width: a smaller title, and every other head numbered (two digits would touch).
+        # Two panels and their colour bars share a cell's width: a smaller title, every other head numbered.
         ax.title.set_fontsize(9)
         ax.set_xticks(range(0, values.shape[1], 2))
     n_heads = np.asarray(next(iter(scores.values()))).size
     fig.suptitle(
-        f"Where each of the {n_heads} heads attends, averaged over every token of the corpus (red: > {threshold})"
+        f"Where each of the {n_heads} heads attends,\naveraged over every token of the corpus (red: > {threshold})"
     )
 
 
@@ -170,7 +173,7 @@ def relation_grids(fig: Figure, rows: Sequence[Mapping], compared: Sequence[Mapp
 
     rows: head_analysis.relation_table; compared: demos.real_heads.compare_relations (one entry per relation).
     """
-    axes = fig.subplots(2, -(-len(compared) // 2), squeeze=False).ravel()
+    axes = fig.subplots(-(-len(compared) // 2), 2, squeeze=False).ravel()  # two a row: each title keeps its width
     for ax, r in zip(axes, compared, strict=False):
         grid = relation_grid(rows, r["relation"])
         im = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
@@ -184,8 +187,8 @@ def relation_grids(fig: Figure, rows: Sequence[Mapping], compared: Sequence[Mapp
     for ax in axes[len(compared) :]:
         ax.set_visible(False)
     fig.colorbar(im, ax=axes, label="accuracy: fraction of dependents whose most-attended word is the gold head",
-                 shrink=0.9)  # fmt: skip
-    fig.suptitle("Which head finds each relation's head word (red: the best head; baseline: best fixed offset)")
+                 location="bottom", shrink=0.8, aspect=40)  # fmt: skip
+    fig.suptitle("Which head finds each relation's head word\n(red: the best head; baseline: best fixed offset)")
 
 
 def importance_figure(fig: Figure, ref: Mapping[str, np.ndarray], n_sentences: int) -> None:
