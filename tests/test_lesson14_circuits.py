@@ -5,10 +5,12 @@ import math
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure
 
 import mha_lesson as mha
 from mha_lesson import circuits, training
 from mha_lesson.demos import circuits as dc
+from mha_lesson.plots import circuits as pc
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +27,24 @@ def test_the_lessons_small_layer_is_the_sum_of_its_head_paths():
     out, _ = mha.multi_head_attention(x, x, x, params)
     assert np.abs(circuits.head_terms(x, params).sum(axis=0) - out).max() < 1e-12
     assert all(np.linalg.matrix_rank(circuits.qk_circuit(params, i)) == 4 for i in range(2))
+
+
+def test_the_additive_paths_figure_reads_row_by_row_two_panels_a_row():
+    params = mha.init_params(8, 2, seed=0)
+    x = np.random.default_rng(0).normal(size=(5, 8))
+    terms = circuits.head_terms(x, params)
+    out, _ = mha.multi_head_attention(x, x, x, params)
+    fig = Figure()
+    pc.additive_paths(fig, terms, out, [f"x{j}" for j in range(5)])
+    panels = [ax for ax in fig.axes if ax.images]
+    # Two heads, then their sum and the layer's output: a 2 x 2 grid read row by row.
+    assert [ax.get_subplotspec().get_geometry()[:2] for ax in panels] == [(2, 2)] * 4
+    assert np.allclose(panels[1].images[0].get_array(), terms[1])
+    assert np.allclose(panels[2].images[0].get_array(), terms[0] + terms[1])
+    assert np.allclose(panels[3].images[0].get_array(), out)
+    assert [ax.get_xlabel() for ax in panels] == ["", "", "output feature", "output feature"]
+    with pytest.raises(ValueError, match="ncols"):
+        pc.additive_paths(Figure(), terms, terms.sum(axis=0), list("abcde"), ncols=0)
 
 
 def test_minilm_circuits_have_rank_d_k_and_most_heads_use_most_of_it(minilm):

@@ -15,21 +15,34 @@ from .attention import attention_heatmap
 from .heads import matrix_image
 
 
-def additive_paths(fig: Figure, terms: np.ndarray, total: np.ndarray, tokens: Sequence[str]) -> None:
-    """Each head's path A_i X W_OV^i (h, n, d_model), their sum, and the layer's output, on one colour scale."""
+def additive_paths(fig: Figure, terms: np.ndarray, total: np.ndarray, tokens: Sequence[str], *, ncols: int = 2) -> None:
+    """Each head's path A_i X W_OV^i (h, n, d_model), their sum, and the layer's output, on one colour scale.
+
+    The h + 2 panels read row by row in rows of `ncols` (two: a laptop-wide cell fits two readable panels).
+    """
     terms, total = np.asarray(terms), np.asarray(total)
     if terms.ndim != 3 or total.shape != terms.shape[1:]:
         raise ValueError(f"terms: expected (h, n, d_model) matching total {total.shape}, got {terms.shape}")
+    if ncols < 1:
+        raise ValueError(f"ncols: expected at least 1 panel per row, got {ncols}")
     panels = [(f"head {i}: $A_{i} X W_{{OV}}^{i}$", t) for i, t in enumerate(terms)]
     panels += [("sum of the paths", terms.sum(axis=0)), ("multi_head_attention(x, x, x)", total)]
     vmax = float(max(np.abs(m).max() for _, m in panels)) or 1.0
-    axes = fig.subplots(1, len(panels), sharey=True)
-    for j, (ax, (title, m)) in enumerate(zip(axes, panels, strict=True)):
+    nrows = -(-len(panels) // ncols)
+    axes = fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+    for j, ax in enumerate(axes.flat):
+        if j >= len(panels):
+            ax.set_visible(False)
+            continue
+        title, m = panels[j]
         im = ax.imshow(m, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest")
         ax.set_title(("+ " if 0 < j < len(terms) else "= " if j >= len(terms) else "") + title, fontsize=10)
-        ax.set_xlabel("output feature")
         ax.set_yticks(range(len(tokens)), list(tokens))
-    axes[0].set_ylabel("token (query)")
+        if j + ncols >= len(panels):  # the lowest panel of its column: the only one to name the shared axis
+            ax.set_xlabel("output feature")
+            ax.tick_params(labelbottom=True)
+        if j % ncols == 0:
+            ax.set_ylabel("token (query)")
     fig.colorbar(im, ax=axes, label="value", shrink=0.85)
 
 
@@ -48,7 +61,8 @@ def circuit_matrix(
     im = matrix_image(
         ax, w, title=title, xlabel=col_label, ylabel=row_label, col_edges=edges, row_edges=edges, colorbar_label="entry"
     )
-    ax.set_xticks(centres, list(blocks), rotation=0)
+    # Slanted: the narrow blocks' names, level, would run into each other in a half-cell-wide panel.
+    ax.set_xticks(centres, list(blocks), rotation=30, ha="right", rotation_mode="anchor")
     ax.set_yticks(centres, list(blocks))
     return im
 
@@ -83,7 +97,7 @@ def layer_maps(
         r, c = divmod(idx, cols)
         im = attention_heatmap(ax, attention[r, c], tokens, tokens, title=titles[idx], annotate=False, colorbar=False)
         # Every panel shows the same tokens: label them on the outer edges only (fewer labels, faster to draw).
-        ax.tick_params(labelsize=7, labeltop=r == 0, labelleft=c == 0)
+        ax.tick_params(labeltop=r == 0, labelleft=c == 0)  # the style's 9-point ticks: they read on a laptop
         if patterns[idx] is not None:
             pattern_cells(ax, patterns[idx], label="cells the detector scores")
         if c:
@@ -132,4 +146,5 @@ def score_curves(ax: Axes, steps: np.ndarray, scores: Mapping[str, np.ndarray], 
     ax.set_ylabel("fraction of attention on the pattern")
     ax.set_ylim(0, 1)
     ax.set_title(title)
-    ax.legend(loc="lower right")
+    # Below the axes: inside, a legend a third of a 7-inch axes wide would cover the rising curves.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)

@@ -16,19 +16,22 @@ from .attention import attention_heatmap
 
 
 def similarity_heatmap(ax: Axes, sims: np.ndarray, labels: Sequence[str], *, title: str) -> AxesImage:
-    """Cosine similarities (N, N) between sentences, annotated, on a -1..1 diverging scale."""
+    """Cosine similarities (N, N) between sentences, annotated, on a -1..1 diverging scale.
+
+    Rows show each sentence numbered, columns only its number: N sentences written out on both axes would leave the
+    matrix a third of a laptop-wide cell."""
     sims = np.asarray(sims)
     if sims.ndim != 2 or sims.shape[0] != sims.shape[1] or sims.shape[0] != len(labels):
         raise ValueError(f"sims: expected a ({len(labels)}, {len(labels)}) matrix for the labels, got {sims.shape}")
     im = ax.imshow(sims, cmap="RdBu_r", vmin=-1.0, vmax=1.0, interpolation="nearest")
-    ax.set_xticks(range(len(labels)), list(labels), rotation=35, ha="right")
-    ax.set_yticks(range(len(labels)), list(labels))
+    ax.set_xticks(range(len(labels)), [str(i + 1) for i in range(len(labels))])
+    ax.set_yticks(range(len(labels)), [f"{label} ({i + 1})" for i, label in enumerate(labels)])
     for i in range(sims.shape[0]):
         for j in range(sims.shape[1]):
             colour = "w" if abs(sims[i, j]) > 0.6 else "k"
-            ax.text(j, i, f"{sims[i, j]:.2f}", ha="center", va="center", fontsize=8, color=colour).set_in_layout(False)
+            ax.text(j, i, f"{sims[i, j]:.2f}", ha="center", va="center", fontsize=9, color=colour).set_in_layout(False)
     ax.set_title(title)
-    ax.set_xlabel("sentence")
+    ax.set_xlabel("sentence (its number on the rows)")
     ax.set_ylabel("sentence")
     ax.figure.colorbar(im, ax=ax, label="cosine similarity (1 = same direction)", shrink=0.8)
     return im
@@ -57,10 +60,10 @@ def layer_head_heatmap(
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.set_title(title, fontsize=10)
-    if fmt is not None:
+    if fmt is not None:  # at 9 points, the smallest text that reads once a laptop scales a 7-inch figure down
         for (li, hi), v in np.ndenumerate(values):
             light = (v - vmin) < 0.6 * (vmax - vmin)
-            text = ax.text(hi, li, fmt.format(v), ha="center", va="center", fontsize=7, color="w" if light else "k")
+            text = ax.text(hi, li, fmt.format(v), ha="center", va="center", fontsize=9, color="w" if light else "k")
             text.set_in_layout(False)  # inside the axes anyway: measuring every label would only slow the layout
     for li, hi in marked:
         ax.add_patch(Rectangle((hi - 0.5, li - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
@@ -72,7 +75,7 @@ def score_grids(
     fig: Figure, scores: Mapping[str, np.ndarray], baseline: Mapping[str, float], threshold: float = 0.5
 ) -> None:
     """One (layers, heads) heatmap per score on fig; fractions share a 0..1 scale, heads above threshold framed."""
-    axes = fig.subplots(2, 3).ravel()
+    axes = fig.subplots(3, 2).ravel()  # two panels a row: a laptop-wide cell leaves each title its width
     for ax, (name, values) in zip(axes, scores.items(), strict=True):
         fraction = name != "entropy"
         marked = list(zip(*np.nonzero(values > threshold), strict=True)) if fraction else []
@@ -86,12 +89,12 @@ def score_grids(
             marked=marked,
             fmt=None,  # 432 numbers would crowd the panels; the lesson prints the heads that stand out
         )
-        # Six panels share a cell's width: a smaller title, and every other head numbered (two digits would touch).
+        # Two panels and their colour bars share a cell's width: a smaller title, every other head numbered.
         ax.title.set_fontsize(9)
         ax.set_xticks(range(0, values.shape[1], 2))
     n_heads = np.asarray(next(iter(scores.values()))).size
     fig.suptitle(
-        f"Where each of the {n_heads} heads attends, averaged over every token of the corpus (red: > {threshold})"
+        f"Where each of the {n_heads} heads attends,\naveraged over every token of the corpus (red: > {threshold})"
     )
 
 
@@ -110,23 +113,23 @@ def layer_profile(ax: Axes, scores: Mapping[str, np.ndarray], names: Sequence[st
 
 
 def ablation_figure(fig: Figure, cosine: np.ndarray) -> None:
-    """Left: 1 - cosine for every switched-off head (layers, heads); right: the same numbers sorted, log scale."""
+    """Top: 1 - cosine for every switched-off head (layers, heads); below: the same numbers sorted, log scale."""
     drift = 1.0 - np.asarray(cosine)
-    left, right = fig.subplots(1, 2, width_ratios=[1.2, 1])
+    top, bottom = fig.subplots(2, 1)  # stacked: 72 numbers of three decimals need a cell's whole width at 9 points
     layer_head_heatmap(
-        left, drift, title="How far the sentence embedding moves\nwhen one head is switched off",
+        top, drift, title="How far the sentence embedding moves\nwhen one head is switched off",
         colorbar_label="1 - cosine(ablated, intact)", fmt="{:.3f}",
     )  # fmt: skip
     order = np.argsort(drift.ravel())[::-1]
     h = drift.shape[1]
     colours = [f"C{i // h}" for i in order]  # one colour per layer
-    right.bar(range(drift.size), np.maximum(drift.ravel()[order], 1e-7), color=colours, width=0.9)
-    right.set_yscale("log")
-    right.set_xlabel("heads, sorted by effect (colour = layer)")
-    right.set_ylabel("1 - cosine(ablated, intact), log scale")
-    right.set_title(f"The same {drift.size} heads, sorted by\nhow far they move the embedding")
+    bottom.bar(range(drift.size), np.maximum(drift.ravel()[order], 1e-7), color=colours, width=0.9)
+    bottom.set_yscale("log")
+    bottom.set_xlabel("heads, sorted by effect (colour = layer)")
+    bottom.set_ylabel("1 - cosine(ablated, intact), log scale")
+    bottom.set_title(f"The same {drift.size} heads, sorted by how far they move the embedding")
     handles = [Patch(color=f"C{li}", label=f"layer {li}") for li in range(drift.shape[0])]
-    right.legend(handles=handles, fontsize=7, ncols=2)
+    bottom.legend(handles=handles, ncols=3)
 
 
 # Syntax and co-reference heads, pruning on a task, value-norm weighting (lesson 15, sections 7-9) -------------
@@ -170,7 +173,7 @@ def relation_grids(fig: Figure, rows: Sequence[Mapping], compared: Sequence[Mapp
 
     rows: head_analysis.relation_table; compared: demos.real_heads.compare_relations (one entry per relation).
     """
-    axes = fig.subplots(2, -(-len(compared) // 2), squeeze=False).ravel()
+    axes = fig.subplots(-(-len(compared) // 2), 2, squeeze=False).ravel()  # two a row: each title keeps its width
     for ax, r in zip(axes, compared, strict=False):
         grid = relation_grid(rows, r["relation"])
         im = ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto", interpolation="nearest")
@@ -184,8 +187,8 @@ def relation_grids(fig: Figure, rows: Sequence[Mapping], compared: Sequence[Mapp
     for ax in axes[len(compared) :]:
         ax.set_visible(False)
     fig.colorbar(im, ax=axes, label="accuracy: fraction of dependents whose most-attended word is the gold head",
-                 shrink=0.9)  # fmt: skip
-    fig.suptitle("Which head finds each relation's head word (red: the best head; baseline: best fixed offset)")
+                 location="bottom", shrink=0.8, aspect=40)  # fmt: skip
+    fig.suptitle("Which head finds each relation's head word\n(red: the best head; baseline: best fixed offset)")
 
 
 def importance_figure(fig: Figure, ref: Mapping[str, np.ndarray], n_sentences: int) -> None:
@@ -196,7 +199,7 @@ def importance_figure(fig: Figure, ref: Mapping[str, np.ndarray], n_sentences: i
     drops = {mode: 1000 * np.asarray(ref[f"margin_drop_{mode}"]) for mode in MODES}
     low = min(float(d.min()) for d in drops.values())
     high = max(float(d.max()) for d in drops.values())
-    for ax, mode in zip(fig.subplots(1, 2), MODES, strict=True):
+    for ax, mode in zip(fig.subplots(2, 1), MODES, strict=True):  # stacked: each number keeps a cell's width
         lost = np.round(np.asarray(ref[f"accuracy_drop_{mode}"]) * n_sentences)
         layer_head_heatmap(
             ax, drops[mode], title=f"{mode}-ablation: margin drop when one head is off\n(red: loses a sentence)",
@@ -206,14 +209,14 @@ def importance_figure(fig: Figure, ref: Mapping[str, np.ndarray], n_sentences: i
 
 
 def pruning_figure(fig: Figure, ref: Mapping[str, np.ndarray], word_overlap: float) -> None:
-    """Left: retrieval accuracy as heads go, least important first, both ablations, with the no-attention controls.
+    """Top: retrieval accuracy as heads go, least important first, both ablations, with the no-attention controls.
 
-    Right: each head's margin drop under zero- against mean-ablation (one dot per head, colour = layer).
+    Below: each head's margin drop under zero- against mean-ablation (one dot per head, colour = layer).
     """
-    left, right = fig.subplots(1, 2, width_ratios=[1.4, 1])
+    top, bottom = fig.subplots(2, 1)  # stacked: side by side, a laptop-wide cell squeezes the legends onto the data
     fractions = np.asarray(ref["fractions"])
     for mode, style in zip(MODES, ("-", "--"), strict=True):
-        left.plot(fractions, ref[f"curve_{mode}"], style, marker=".", label=f"{mode}-ablation")
+        top.plot(fractions, ref[f"curve_{mode}"], style, marker=".", label=f"{mode}-ablation")
     controls = [
         (float(ref["intact_accuracy"]), "intact model", "k"),
         (float(ref["no_heads_accuracy_zero"]), "every head off (zero)", "C3"),
@@ -221,25 +224,25 @@ def pruning_figure(fig: Figure, ref: Mapping[str, np.ndarray], word_overlap: flo
         (word_overlap, "shared words, no model", "C5"),
     ]
     for value, label, colour in controls:
-        left.axhline(value, color=colour, linestyle=":", linewidth=1.2, label=f"{label}: {value:.3f}")
-    left.set_ylim(min(word_overlap, 0.9) - 0.03, 1.005)
-    left.set_xlim(0, 1)
-    left.set_xlabel("fraction of the heads switched off")
-    left.set_ylabel("retrieval accuracy (fraction of sentences)")
-    left.set_title("Pruning on the paraphrase task, least important head first")
-    left.legend(loc="center left")
-    left.grid(alpha=0.3)
+        top.axhline(value, color=colour, linestyle=":", linewidth=1.2, label=f"{label}: {value:.3f}")
+    top.set_ylim(min(word_overlap, 0.9) - 0.03, 1.005)
+    top.set_xlim(0, 1)
+    top.set_xlabel("fraction of the heads switched off")
+    top.set_ylabel("retrieval accuracy (fraction of sentences)")
+    top.set_title("Pruning on the paraphrase task, least important head first")
+    top.legend(loc="center left")
+    top.grid(alpha=0.3)
     zero, mean = (1000 * np.ravel(ref[f"margin_drop_{mode}"]) for mode in MODES)
     h = np.asarray(ref["margin_drop_zero"]).shape[1]
-    right.scatter(zero, mean, c=[f"C{i // h}" for i in range(zero.size)], s=18)
+    bottom.scatter(zero, mean, c=[f"C{i // h}" for i in range(zero.size)], s=18)
     lo, hi = min(zero.min(), mean.min()), max(zero.max(), mean.max())
-    right.plot([lo, hi], [lo, hi], color="grey", linewidth=1, label="same importance")
-    right.set_xlabel("margin drop, zero-ablation (thousandths)")
-    right.set_ylabel("margin drop, mean-ablation (thousandths)")
-    right.set_title("One head off at a time: zero against mean")
+    bottom.plot([lo, hi], [lo, hi], color="grey", linewidth=1, label="same importance")
+    bottom.set_xlabel("margin drop, zero-ablation (thousandths)")
+    bottom.set_ylabel("margin drop, mean-ablation (thousandths)")
+    bottom.set_title("One head off at a time: zero against mean")
     handles = [Patch(color=f"C{li}", label=f"layer {li}") for li in range(zero.size // h)]
-    right.legend(handles=handles + right.get_legend_handles_labels()[0], ncols=2, loc="lower right")
-    right.grid(alpha=0.3)
+    bottom.legend(handles=handles + bottom.get_legend_handles_labels()[0], ncols=2, loc="lower right")
+    bottom.grid(alpha=0.3)
 
 
 def sink_figure(fig: Figure, sinks: Mapping[str, Mapping], threshold: float = 0.5) -> None:
@@ -250,9 +253,10 @@ def sink_figure(fig: Figure, sinks: Mapping[str, Mapping], threshold: float = 0.
     (raw, weighted), (per_layer, norms) = fig.subplots(2, 2)
     for ax, way, what in ((raw, "attention", "weight"), (weighted, "value-norm", r"weight $\times \|v_j W^O_i\|$")):
         values = np.asarray(sinks[way]["[CLS]"])
-        layer_head_heatmap(ax, values, title=f"[CLS]'s share of each head's {what}", colorbar_label="share",
+        layer_head_heatmap(ax, values, title=f"[CLS]'s share of\neach head's {what}", colorbar_label="share",
                            vmax=1.0, marked=list(zip(*np.nonzero(values > threshold), strict=True)),
                            fmt=None)  # fmt: skip
+        ax.set_xticks(range(0, values.shape[1], 2))  # every other head: at 9 points, 10 and 11 would touch
     fig.suptitle(f"Top: red frames mark heads with over {threshold:.0%} of their share on [CLS] (sinks)")
     layers = np.arange(np.asarray(sinks["attention"]["[CLS]"]).shape[0])
     for token, colour in (("[CLS]", "C0"), ("[SEP]", "C1")):
@@ -263,7 +267,7 @@ def sink_figure(fig: Figure, sinks: Mapping[str, Mapping], threshold: float = 0.
     per_layer.set_xticks(layers)
     per_layer.set_xlabel("layer")
     per_layer.set_ylabel("share (mean over the layer's heads)")
-    per_layer.set_title("By weight (solid) and by value norm (dashed)")
+    per_layer.set_title("By weight (solid)\nand by value norm (dashed)")
     per_layer.legend()
     per_layer.grid(alpha=0.3)
     for token, colour in (("[CLS]", "C0"), ("[SEP]", "C1"), ("other", "C2")):
@@ -273,7 +277,7 @@ def sink_figure(fig: Figure, sinks: Mapping[str, Mapping], threshold: float = 0.
     norms.set_xticks(layers)
     norms.set_xlabel("layer")
     norms.set_ylabel(r"mean $\|v_j W^O_i\|$ over heads (log)")
-    norms.set_title("How much a token can add through a head")
+    norms.set_title("How much a token can add\nthrough a head")
     norms.legend()
     norms.grid(alpha=0.3)
 
