@@ -24,8 +24,6 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # asks for a figure wider than style.WIDTH (issue 30, to do). Strict: a lesson that gets fixed must leave its list.
 FIGURES_PENDING = {
     "00",
-    "01",
-    "02",
     "04",
     "05",
     "07",
@@ -38,7 +36,6 @@ FIGURES_PENDING = {
     "21",
 }
 WIDE_PENDING = {
-    "01",
     "07",
     "08",
     "11",

@@ -461,7 +461,7 @@ def test_wcag_contrast_of_known_pairs():
 def test_sentence_map_labels_read_against_the_cells_beneath():
     """The issue: red labels on viridis' dark purple had low contrast. Each label reaches 4.5 (WCAG 2, normal text)
     against every cell its text covers."""
-    fig = lesson_figure((8, 5.5))  # the notebook's size
+    fig = lesson_figure(style.figsize(5.5))  # the notebook's size
     ax = fig.subplots()
     weights = oh.sentence_weights()
     image = po.sentence_map(ax, weights, oh.SENTENCE, oh.LOOKUPS, title="One head, two lookups in two different rows")
@@ -490,7 +490,10 @@ def text_boxes(fig: Figure, renderer) -> list[tuple[str, object]]:
 def test_plateau_figure_titles_stand_apart_and_the_maps_show_each_position(preview):
     """The issue: the map titles ran together, the maps were too small to tell t-1 from t-2, the title was cramped.
     No two titles or labels overlap, all lie inside the figure, a map's cell is at least 9 CSS pixels, and the mean
-    weights printed on each map read against the cells beneath them and equal offset_weights."""
+    weights printed on each map read against the cells beneath them and equal offset_weights; all that in a figure
+    no wider than style.WIDTH and at most 800 CSS pixels tall (issue 30: a laptop)."""
+    width, height = po.PLATEAU_FIGSIZE
+    assert width <= style.WIDTH and height * style.DPI <= 800
     steps = list(range(0, oh.PREVIEW_STEPS + 1, oh.TRACE_EVERY))
     trace = np.stack([oh.offset_weights(preview[2].checkpoints[s].attention[0]) for s in steps])
     losses = {

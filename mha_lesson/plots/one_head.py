@@ -13,13 +13,16 @@ from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 
 from ..demos.one_head import TABLE3_BASE_H, Table3Row, offset_weights
+from . import style
 from .attention import attention_heatmap
 
 HEAD_COLOURS = {1: "tab:red", 2: "tab:blue"}  # one head, two heads: the same colours in every figure
 # The sentence map's lookup labels sit on viridis' dark end (#440154): plain red reads at a contrast of 3.8, this
 # light red at 6.3 (WCAG 2 asks for 4.5). The outline of a looked-up cell stays red.
 LOOKUP_LABEL_COLOUR = "#ff8080"
-PLATEAU_FIGSIZE = (9.5, 7.4)  # curves on top, maps big enough to tell t-1 from t-2 (issue 30: to fit style.WIDTH)
+# Curves on top; below, 4 maps across the cell's width, the colour bar under them so that each map keeps about
+# 150 CSS px (9 px a cell: t-1 tells from t-2), and at most 800 px tall (a laptop's screen).
+PLATEAU_FIGSIZE = style.figsize(7.6)
 # The plateau's weight curves: head 0 orange, head 1 green (not the colours of h = 1 and 2); solid t-1, dotted t-2.
 PLATEAU_STYLES = {
     (0, 0): ("tab:orange", "-"),
@@ -77,7 +80,8 @@ def r2_curves(
     ax.set_xlabel("α: weight on key t−1  (1 − α on key t−2)")
     ax.set_ylabel("R² (share of the variance of y_t explained)")
     ax.set_title(title)
-    ax.legend(loc="lower left", fontsize=8)
+    # Between the two-head line at 1 and one head's curves (all near 0.5): the band where no line runs.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0.93))
 
 
 def pair_curves(
@@ -103,11 +107,12 @@ def pair_curves(
     ax.set_xlabel("α: weight on key t−1  (1 − α on key t−2)")
     ax.set_ylabel("R² (best map at each α)")
     ax.set_title(f"One head on {len(curves)} random pairs (A, B), d = {d}: dots mark each pair's best α")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=2)  # below: the curves fill the panel
 
 
 def table3_plot(ax_ppl: Axes, ax_bleu: Axes, rows: Sequence[Table3Row]) -> None:
-    """Dev perplexity and BLEU against h (log 2 axis) for Table 3 (A), the base model starred."""
+    """Dev perplexity and BLEU against h (log 2 axis) for Table 3 (A), the base model starred; ax_ppl above ax_bleu,
+    sharing its x axis (named once, under ax_bleu)."""
     hs = [r.h for r in rows]
     for ax, values, name, better, digits in (
         (ax_ppl, [r.ppl for r in rows], "dev perplexity (per wordpiece)", "lower is better", 2),
@@ -117,15 +122,15 @@ def table3_plot(ax_ppl: Axes, ax_bleu: Axes, rows: Sequence[Table3Row]) -> None:
         base = hs.index(TABLE3_BASE_H)
         ax.plot(hs[base], values[base], "k*", ms=14, label=f"base model (h = {TABLE3_BASE_H})")
         for h, v in zip(hs, values, strict=True):
-            ax.annotate(f"{v:.{digits}f}", (h, v), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=8)
+            ax.annotate(f"{v:.{digits}f}", (h, v), xytext=(0, 7), textcoords="offset points", ha="center", fontsize=9)
         ax.set_xscale("log", base=2)
         ax.set_xticks(hs, [f"{h}\n(d_k={r.d_k})" for h, r in zip(hs, rows, strict=True)])
         ax.minorticks_off()
         ax.margins(y=0.2)
-        ax.set_xlabel("heads h (d_k = 512 / h: equal computation)")
         ax.set_ylabel(name)
         ax.set_title(f"{name}: {better}")
-        ax.legend(loc="best", fontsize=8)
+        ax.legend(loc="best")
+    ax_bleu.set_xlabel("heads h (d_k = 512 / h: equal computation)")
 
 
 def learning_curves(
@@ -157,8 +162,9 @@ def plateau(
     """The two-head model leaving its plateau. Top: held-out loss (left) and each head's mean weight on the keys 1 and
     2 back (right) against the step; weights (len(steps), h, 2). Bottom: the heads' (n, n) maps at a few steps
     (step -> (h, n, n)), one column per step (the step on top), one row per head, each map's mean weights on t-1 and
-    t-2 in its dark top-right corner; the maps' steps are dashed in the curves. Give fig about PLATEAU_FIGSIZE."""
-    top, bottom = fig.subfigures(2, 1, height_ratios=(1, 1.75))
+    t-2 in its dark top-right corner, one colour bar under them; the maps' steps are dashed in the curves. Give fig
+    about PLATEAU_FIGSIZE."""
+    top, bottom = fig.subfigures(2, 1, height_ratios=(1, 2))
     ax_loss, ax_w = top.subplots(1, 2)
     for label, loss in losses.items():
         ax_loss.plot(steps, loss, color=HEAD_COLOURS[1 if "one" in label else 2], lw=2, label=label)
@@ -166,14 +172,14 @@ def plateau(
     ax_loss.set_xlabel("training step")
     ax_loss.set_ylabel("held-out loss (nats)")
     ax_loss.set_title("held-out loss")
-    ax_loss.legend(fontsize=8, loc="lower left")
+    ax_loss.legend(loc="lower left")
     for (head, key), (colour, ls) in PLATEAU_STYLES.items():
         ax_w.plot(steps, weights[:, head, key], color=colour, ls=ls, lw=2, label=f"head {head} on t−{key + 1}")
     ax_w.set_ylim(0, 1)
     ax_w.set_xlabel("training step")
     ax_w.set_ylabel("mean weight on the key")
     ax_w.set_title("where the two heads look")
-    ax_w.legend(fontsize=8, loc="upper left", ncol=2)
+    ax_w.legend(loc="upper left")  # one column: above the plateau's curves, left of the break-out
     for ax in (ax_loss, ax_w):
         for step in maps:
             ax.axvline(step, color="grey", lw=0.8, ls="--")
@@ -188,13 +194,12 @@ def plateau(
             n = att.shape[-1]
             ax.set_xticks(range(0, n, 5))
             ax.set_yticks(range(0, n, 5))
-            ax.tick_params(labelsize=8)
             if head == 0:
                 ax.set_title(f"step {step}", fontsize=10)
             if head == h - 1:
                 ax.set_xlabel("key position", fontsize=9)
             if col == 0:
-                ax.set_ylabel(f"head {head}\nquery position", fontsize=9)
+                ax.set_ylabel(f"head {head}: query position", fontsize=9)  # one line: the width goes to the maps
             # Above the diagonal the maps are dark (a query sees no later key): room for the head's two means.
             ax.text(
                 0.97,
@@ -203,10 +208,10 @@ def plateau(
                 transform=ax.transAxes,
                 ha="right",
                 va="top",
-                fontsize=8,
+                fontsize=9,
                 color="white",
             )
-    bottom.colorbar(image, ax=axes, shrink=0.9, label="weight (row sums to 1)")
+    bottom.colorbar(image, ax=axes, location="bottom", shrink=0.6, aspect=40, label="weight (row sums to 1)")
     bottom.suptitle(
         "The two heads' maps on one held-out sequence\n"
         "t−1 is the diagonal just below the main one, t−2 the next; top right: the map's mean weight on each",

@@ -49,7 +49,7 @@ def column_blocks(
         top = ax.secondary_xaxis("top")
         top.set_xticks([i * d_k + (d_k - 1) / 2 for i in range(h)], [block_name.format(i) for i in range(h)])
         top.tick_params(length=0)
-        ax.set_xlabel(f"column (feature): {h} blocks of d_k = {d_k}")
+        ax.set_xlabel(f"column (feature):\n{h} blocks of d_k = {d_k}")  # two lines: fits a third of a cell
         ax.set_xticks(range(0, cols, d_k))
     if row_labels is not None:
         ax.set_yticks(range(rows), [str(t) for t in row_labels])
