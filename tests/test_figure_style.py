@@ -24,10 +24,6 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # asks for a figure wider than style.WIDTH (issue 30, to do). Strict: a lesson that gets fixed must leave its list.
 FIGURES_PENDING = {
     "00",
-    "04",
-    "05",
-    "07",
-    "08",
     "10",
     "11",
     "12",
@@ -36,8 +32,6 @@ FIGURES_PENDING = {
     "21",
 }
 WIDE_PENDING = {
-    "07",
-    "08",
     "11",
     "12",
 }

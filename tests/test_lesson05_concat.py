@@ -100,6 +100,9 @@ def test_bar_plots_draw_the_given_values():
     recovery_bars(ax2, errors)
     heights = [p.get_height() for p in ax2.patches]
     assert heights == [0.0, 0.0, 0.0, 0.5, 0.6, 0.7]
+    # every bar printed with its value, at 9 pt (10 px on a laptop, lesson 5's figure being 7 in wide)
+    assert [t.get_text() for t in ax2.texts] == ["0.00", "0.00", "0.00", "0.50", "0.60", "0.70"]
+    assert {t.get_fontsize() for t in [*ax2.texts, *ax2.get_legend().get_texts()]} == {9}
     assert ax2.get_title() and ax2.get_ylabel() and ax2.get_xlabel()
 
 
