@@ -39,7 +39,6 @@ FIGURES_PENDING = {
     "16",
     "17",
     "18",
-    "20",
     "21",
 }
 WIDE_PENDING = {
