@@ -23,7 +23,6 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # Lessons (by number) whose static figures still show text under MIN_LAPTOP_TEXT_PX on a laptop, or whose code still
 # asks for a figure wider than style.WIDTH (issue 30, to do). Strict: a lesson that gets fixed must leave its list.
 FIGURES_PENDING = {
-    "00",
     "01",
     "02",
     "04",
@@ -39,7 +38,6 @@ FIGURES_PENDING = {
     "16",
     "17",
     "18",
-    "21",
 }
 WIDE_PENDING = {
     "01",
