@@ -6,11 +6,12 @@ import re
 import nbformat
 import numpy as np
 import pytest
+from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
 from mha_lesson.aids import concept_map as cm
-from mha_lesson.plots.concept_map import draw_concept_map, text_boxes, to_png
-from mha_lesson.plots.style import CELL_WIDTH_PX
+from mha_lesson.plots.concept_map import FIGSIZE, draw_concept_map, text_boxes, to_png
+from mha_lesson.plots.style import DPI, LAPTOP_OUTPUT_PX, MIN_LAPTOP_TEXT_PX
 
 
 @pytest.fixture(scope="module")
@@ -139,13 +140,22 @@ def test_arrows_start_and_end_just_outside_their_boxes_and_cross_no_other_box(fi
                 assert distance_outside(p, box) > 0, f"arrow {source}->{target} crosses box {key}"
 
 
-def test_png_has_twice_the_css_size_of_a_cell_wide_figure_and_is_deterministic(fig):
+def test_png_fits_a_laptop_unscaled_with_every_text_readable_and_is_deterministic(fig):
     png = to_png(fig)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-    # Shown with Image(png, retina=True) at half its pixels: a cell wide (950 CSS pixels), proportions kept.
-    assert (width, height) == (2 * CELL_WIDTH_PX, round(2 * CELL_WIDTH_PX * 7.6 / 12))
+    # Shown with Image(png, retina=True) at half its pixels: no wider than a laptop's output area, so it is never
+    # scaled down there, and no taller than a laptop screen (issue 30).
+    assert width / 2 <= LAPTOP_OUTPUT_PX and height / 2 <= 800
+    assert (width, height) == tuple(round(2 * DPI * s) for s in FIGSIZE)
+    texts = [t for t in fig.findobj(Text) if t.get_text().strip()]
+    assert min(t.get_fontsize() for t in texts) / 72 * DPI >= MIN_LAPTOP_TEXT_PX
     assert to_png(draw_concept_map()) == png
+
+
+def test_a_map_wider_than_a_laptop_shows_is_refused():
+    with pytest.raises(ValueError, match="figsize"):
+        draw_concept_map(figsize=(7.0, 8.0))
 
 
 def test_the_map_counts_heads_from_0_like_the_lessons():

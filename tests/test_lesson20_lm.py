@@ -17,7 +17,8 @@ from mha_lesson.plots import style
 
 LESSON = Path(__file__).resolve().parents[1] / "notebooks" / "20_your_own_language_model.ipynb"
 READABLE_PX = max(style.MIN_TEXT_PX, 10.0)  # the series' rule: no text under 10 CSS px where the figure is shown
-SCREEN_PX = 700  # CSS pixels: a figure no taller fits a laptop screen under the notebook's toolbars
+SCREEN_PX = 800  # CSS pixels: a figure no taller fits a laptop screen (issue 30)
+TIGHT_PAD_PX = 12  # CSS pixels that bbox_inches='tight' adds to a figure's width (as in test_figure_style)
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +132,10 @@ def test_ablation_table_agrees_with_the_models_own_loss(shipped, data):
 
 
 def shown_px(fig: Figure) -> float:
-    """The smallest text of fig in CSS px as shown: a figure wider than a cell is shrunk to the cell's width."""
-    return style.smallest_text_px(fig)[0] * min(1.0, style.CELL_WIDTH_PX / style.css_width(fig))
+    """The smallest text of fig in CSS px as a laptop shows it: a figure wider than its output area (bbox_inches=
+    'tight' padding included) is shrunk to the area's width."""
+    width = style.css_width(fig) + TIGHT_PAD_PX
+    return style.smallest_text_px(fig)[0] * min(1.0, style.LAPTOP_OUTPUT_PX / width)
 
 
 def test_every_heads_map_fits_a_laptop_screen_with_every_character_readable():
@@ -145,7 +148,8 @@ def test_every_heads_map_fits_a_laptop_screen_with_every_character_readable():
     fig = Figure(figsize=plots.HEAD_MAPS_FIGSIZE, dpi=style.DPI, layout="constrained")
     plots.head_maps(fig, weights, line)
     fig.suptitle("every head")
-    assert fig.get_figheight() * fig.dpi <= SCREEN_PX and style.css_width(fig) <= style.CELL_WIDTH_PX
+    assert fig.get_figheight() * fig.dpi <= SCREEN_PX
+    assert style.css_width(fig) + TIGHT_PAD_PX <= style.LAPTOP_OUTPUT_PX  # shown at its size: never scaled down
     assert shown_px(fig) >= READABLE_PX
     maps = [ax for ax in fig.axes if ax.images and ax.get_label() != "<colorbar>"]
     assert len(maps) == 16

@@ -11,30 +11,41 @@ from matplotlib.patches import Patch
 from matplotlib.text import Text
 
 from ..aids.concept_map import EDGES, GROUPS, NODES, Edge, Node, check_map
-from .style import CELL_WIDTH_PX
+from .style import DPI, LAPTOP_OUTPUT_PX
 
-XLIM, YLIM = (0.0, 16.0), (0.0, 10.0)
+XLIM, YLIM = (0.0, 10.0), (0.0, 12.0)
+# Portrait and a little narrower than a laptop's 588-pixel output area, so it is never scaled down there and its
+# text shows at its natural size: boxes at NODE_PX, relations and the legend at LABEL_PX (both CSS px at DPI).
+FIGSIZE = (5.8, 8.0)
+NODE_PX, LABEL_PX = 11.0, 10.4
+
+
+def _points(px: float) -> float:
+    """A font size in points that draws px CSS pixels tall at DPI."""
+    return px * 72 / DPI
 
 
 def draw_concept_map(
-    nodes: tuple[Node, ...] = NODES, edges: tuple[Edge, ...] = EDGES, *, figsize: tuple[float, float] = (12.0, 7.6)
+    nodes: tuple[Node, ...] = NODES, edges: tuple[Edge, ...] = EDGES, *, figsize: tuple[float, float] = FIGSIZE
 ) -> Figure:
     """A Figure with one rounded box per node (label + lesson number) and one labelled arrow per edge."""
     check_map(nodes, edges)
-    # Exactly a cell wide at its natural size: the page never shrinks it, and 9-pt edge labels show at 10 px.
-    fig = Figure(figsize=figsize, dpi=CELL_WIDTH_PX / figsize[0])
+    if figsize[0] * DPI > LAPTOP_OUTPUT_PX:
+        raise ValueError(f"figsize: expected at most {LAPTOP_OUTPUT_PX / DPI} inches wide, got {figsize[0]}")
+    fig = Figure(figsize=figsize, dpi=DPI)
     FigureCanvasAgg(fig)  # attaches itself to fig: text extents and PNG export work without pyplot
-    ax = fig.add_axes((0.01, 0.07, 0.98, 0.84))
+    ax = fig.add_axes((0.01, 0.075, 0.98, 0.83))
     ax.set_xlim(*XLIM)
     ax.set_ylim(*YLIM)
     ax.set_axis_off()  # a diagram: positions carry no units, so no axes to label
-    fig.suptitle("Multi-head attention and its connections", fontsize=15, fontweight="bold", y=0.975)
+    fig.suptitle("Multi-head attention and its connections", fontsize=_points(17), fontweight="bold", y=0.985)
     fig.text(
         0.5,
-        0.925,
-        "Each box names the lesson that covers it. Read an arrow as a sentence: box, italic relation, box.",
+        0.945,
+        "Each box names the lesson that covers it.\nRead an arrow as a sentence: box, italic relation, box.",
         ha="center",
-        fontsize=10,
+        va="top",
+        fontsize=_points(NODE_PX),
         color="#333333",
     )
     boxes: dict[str, Text] = {}
@@ -45,9 +56,9 @@ def draw_concept_map(
             ha="center",
             va="center",
             multialignment="center",
-            fontsize=10,
+            fontsize=_points(NODE_PX),
             fontweight="bold" if n.group == "core" else "normal",
-            bbox={"boxstyle": "round,pad=0.45", "fc": GROUPS[n.group][1], "ec": "#4d4d4d", "lw": 1.0},
+            bbox={"boxstyle": "round,pad=0.35", "fc": GROUPS[n.group][1], "ec": "#4d4d4d", "lw": 1.0},
             zorder=3,
             gid=f"node:{n.key}",
         )
@@ -70,7 +81,7 @@ def draw_concept_map(
                 "arrowstyle": "-|>",
                 "color": "#555555",
                 "lw": 1.2,
-                "mutation_scale": 15,
+                "mutation_scale": 12,
                 "shrinkA": 0,
                 "shrinkB": 0,
             },
@@ -82,7 +93,7 @@ def draw_concept_map(
             e.relation,
             ha="center",
             va="center",
-            fontsize=9,
+            fontsize=_points(LABEL_PX),
             style="italic",
             color="#222222",
             bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.95},
@@ -90,7 +101,7 @@ def draw_concept_map(
             gid=f"edge:{e.source}->{e.target}",
         )
     handles = [Patch(fc=colour, ec="#4d4d4d", label=text) for text, colour in GROUPS.values()]
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False, fontsize=10)
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, fontsize=_points(LABEL_PX))
     return fig
 
 

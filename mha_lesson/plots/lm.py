@@ -35,10 +35,11 @@ def training_curves(ax: Axes, log: Mapping[str, np.ndarray], *, smooth: int = 50
     ax.legend()
 
 
-# Every head's map in one figure no taller than a laptop screen shows (about 700 CSS pixels at style.DPI): the
-# figure is cell-wide and 6.9 inches tall, so each of the 4 x 4 maps is about 195 x 150 pixels.
-HEAD_MAPS_FIGSIZE = style.figsize(7.0)
-CHAR_SIZE = 7.2  # points: the characters on the maps' axes, 10 px at style.DPI (about 9 px apart on the rows)
+# Every head's map in one figure that fits a laptop: 5.7 inches wide (about 582 CSS pixels at style.DPI with
+# bbox_inches='tight', under the 588-pixel output area, so nothing is scaled down) and 7.4 inches tall (a screen).
+# With the colour bar under the grid, each of the 4 x 4 maps is about 130 x 150 pixels, as at 7 inches beside it.
+HEAD_MAPS_FIGSIZE = style.figsize(7.4, width=0.815)
+CHAR_SIZE = 7.4  # points: the characters on the maps' axes, 10.3 px at style.DPI (about 9 px apart on the rows)
 
 
 def _lift_spaces(ax: Axes) -> None:
@@ -72,7 +73,8 @@ def head_maps(fig: Figure, weights: np.ndarray, text: str) -> None:
         if j == 0:
             ax.set_ylabel(f"layer {i}\nquery")
             _lift_spaces(ax)
-    fig.colorbar(im, ax=axes, label="attention weight (row sums to 1)", shrink=0.7)
+    # under the grid, not beside it: the figure's width goes to the maps, whose columns each carry 17 characters
+    fig.colorbar(im, ax=axes, label="attention weight (row sums to 1)", location="bottom", shrink=0.6, aspect=40)
 
 
 def distance_profile(ax: Axes, profile: np.ndarray, *, title: str) -> None:
