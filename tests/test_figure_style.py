@@ -23,14 +23,8 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # Lessons (by number) whose static figures still show text under MIN_LAPTOP_TEXT_PX on a laptop, or whose code still
 # asks for a figure wider than style.WIDTH (issue 30, to do). Strict: a lesson that gets fixed must leave its list.
 FIGURES_PENDING = {
-    "10",
-    "11",
-    "12",
-    "13",
 }
 WIDE_PENDING = {
-    "11",
-    "12",
 }
 
 

@@ -207,6 +207,9 @@ def test_plots_equivariance_bars_and_shift_scores():
     heights = [p.get_height() for p in ax.patches]
     np.testing.assert_allclose(heights, [1e-18, 1e-16, 2e-16, 0.1, 0.2, 0.3])  # zeros floored for the log axis
     assert ax.get_yscale() == "log" and ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+    fig.draw_without_rendering()
+    legend, axes_box = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert legend.y1 < axes_box.y0  # below the axes, off the bars
     fig = Figure()
     ax = fig.subplots()
     offsets = np.arange(-2, 3)
@@ -214,3 +217,16 @@ def test_plots_equivariance_bars_and_shift_scores():
     lines = ax.get_lines()[:2]
     assert lines[0].get_linestyle() != lines[1].get_linestyle()  # coinciding curves stay distinguishable
     np.testing.assert_array_equal(lines[1].get_ydata(), offsets**2.0)
+
+
+def test_feature_heatmaps_share_one_scale_and_name_the_features_once():
+    from matplotlib.figure import Figure
+
+    from mha_lesson.plots import connections as pc
+
+    fig = Figure()
+    a, b = np.array([[1.0, -3.0]]), np.array([[0.5, 2.0]])
+    images = pc.feature_heatmaps(fig, {"a": a, "b": b}, ["t"])
+    assert [im.get_clim() for im in images] == [(-3.0, 3.0)] * 2  # the largest |value| of all stages
+    assert fig.get_supxlabel() == "feature (column of d_model)"
+    assert [ax.get_xlabel() for ax in fig.axes[:2]] == ["", ""]

@@ -540,3 +540,20 @@ def test_find_plateau_reads_a_hand_made_curve_and_refuses_one_without_a_fall():
         lesson.find_plateau({25: 3.0, 50: 2.9})
     with pytest.raises(ValueError, match="^losses: expected a crawl"):
         lesson.find_plateau({25: 3.0, 50: 2.0, 75: 1.0, 100: 0.1})
+
+
+def test_offset_grid_lays_runs_out_in_rows_of_three_with_readable_numbers():
+    from matplotlib.figure import Figure
+
+    from mha_lesson.plots import training as pt
+
+    masses = {f"h = {h}": np.full((h, len(lesson.OFFSETS)), 1 / len(lesson.OFFSETS)) for h in (1, 2, 4, 8, 16)}
+    fig = Figure()
+    axes = pt.offset_grid(fig, masses)
+    assert [ax.get_title() for ax in axes] == list(masses)
+    assert [ax.get_subplotspec().rowspan.start for ax in axes] == [0, 0, 0, 1, 1]
+    hidden = [ax for ax in fig.axes if not ax.get_visible()]
+    assert len(hidden) == 1  # the sixth cell of the 2 x 3 grid
+    printed = [t for ax in axes for t in ax.texts]
+    assert len(printed) == 4 * (1 + 2 + 4 + 8)  # every cell of the panels of at most 8 heads, none for 16
+    assert {t.get_text() for t in printed} == {"0.25"} and {t.get_fontsize() for t in printed} == {9}

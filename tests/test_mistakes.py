@@ -288,3 +288,19 @@ def test_softmax_of_a_fully_masked_row():
     np.testing.assert_array_equal(mha.softmax(np.full(3, -np.inf)), np.zeros(3))
     with np.errstate(invalid="ignore"):
         assert np.isnan(mk.softmax_naive(np.full(3, -np.inf))).all()
+
+
+def test_compare_maps_names_the_axes_once_and_prints_the_row_sums():
+    from matplotlib.figure import Figure
+
+    from mha_lesson.plots import mistakes as pm
+
+    w = np.array([[0.5, 0.25], [0.0, 0.75]])
+    fig = Figure()
+    pm.compare_maps(fig, {"a": w, "b": w * 0.4}, ["q0", "q1"], ["k0", "k1"], annotate=True)
+    left, right = fig.axes[:2]
+    assert left.get_ylabel() == "query (attending)" and right.get_ylabel() == ""
+    sums = [[t.get_text() for t in ax.child_axes[0].get_yticklabels()] for ax in (left, right)]
+    assert sums == [["0.75", "0.75"], ["0.30", "0.30"]]  # w.sum(axis=-1) = [0.75, 0.75], times 0.4: 0.3
+    assert [ax.child_axes[0].get_ylabel() for ax in (left, right)] == ["", "row sum (must be 1)"]
+    assert {t.get_fontsize() for t in left.texts} == {9}  # the weights in the cells, readable on a laptop

@@ -143,7 +143,7 @@ def _prepare(fig: Figure, size: tuple[float, float]) -> Figure:
 
 def crossover_figure(fig: Figure, d_models: Sequence[int], d_k: int = 64, slope_d_model: int = 512) -> Figure:
     """Left: n* against d_model (h = d_model/d_k) beside 2·d_model. Right: the local slope of FLOPs in n."""
-    _prepare(fig, figsize(3.8))
+    _prepare(fig, figsize(4.6))
     ax_n, ax_s = fig.subplots(1, 2)
     d = np.asarray(d_models)
     n_star = [cx.crossover_n(int(di), int(di) // d_k) for di in d]
@@ -151,19 +151,20 @@ def crossover_figure(fig: Figure, d_models: Sequence[int], d_k: int = 64, slope_
     ax_n.plot(d, d, ":", color="0.5", label="d_model (the rule of thumb 'n ≫ d_model')")
     ax_n.plot(d, n_star, "o-", color="#c0392b", label=f"n* with the softmax (h = d_model/{d_k})")
     ax_n.set(xlabel="d_model (features)", ylabel="crossover length n* (tokens)")
-    ax_n.set_title("where the n² parts overtake the n parts")
-    ax_n.legend(fontsize=8)
+    ax_n.set_title("where the n² parts\novertake the n parts")  # two lines: two titles share 7 in
+    # below the panel: at 9 pt the three long labels would cover the lines
+    ax_n.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16))
     h = slope_d_model // d_k
     ns = np.geomspace(16, 65536, 200)
     star = cx.crossover_n(slope_d_model, h)
     ax_s.plot(ns, cx.local_slope(ns, slope_d_model, h), color="#2b6ca3", label="d log FLOPs / d log n")
     ax_s.axvline(star, color="k", lw=1)
     ax_s.axhline(1.5, color="0.5", lw=0.8, ls="--")
-    ax_s.annotate(f"n* ≈ {star:,.0f}: slope 1.5", (star, 1.5), xytext=(8, -30), textcoords="offset points", fontsize=8)
+    ax_s.annotate(f"n* ≈ {star:,.0f}:\nslope 1.5", (star, 1.5), xytext=(8, -40), textcoords="offset points", fontsize=9)
     _log2_tokens_axis(ax_s)
     ax_s.set(xlim=(ns[0], ns[-1]), ylabel="local log-log slope (exponent of n)", ylim=(0.95, 2.05))
-    ax_s.set_title(f"FLOPs grow like n¹, then like n² (d_model={slope_d_model}, h={h})")
-    ax_s.legend(fontsize=8, loc="upper left")
+    ax_s.set_title(f"FLOPs grow like n¹, then like n²\n(d_model={slope_d_model}, h={h})")
+    ax_s.legend(loc="upper left")
     return fig
 
 
@@ -180,7 +181,7 @@ def _timing_panel(
 
 def timing_figure(fig: Figure, by_n: cx.Timings, by_d: cx.Timings, fit_from_n: int, fit_from_d: int) -> Figure:
     """Measured forward times beside FLOP predictions (one fitted rate R per panel), log-log, with slopes."""
-    _prepare(fig, figsize(4.4))
+    _prepare(fig, figsize(5.6))
     ax_n, ax_d = fig.subplots(1, 2)
     rate_n, rate_d = cx.fitted_rate(by_n), cx.fitted_rate(by_d)
     for i, d in enumerate(by_n.d_models):
@@ -199,11 +200,11 @@ def timing_figure(fig: Figure, by_n: cx.Timings, by_d: cx.Timings, fit_from_n: i
         _plain_log_ticks(ax)
         ax.set(xlabel=xlabel, ylabel="forward time (ms)")
         ax.set_title(f"time against {name} (h={by_n.h if ax is ax_n else by_d.h})")
+        # below its panel, at the series' 9 pt: inside, four entries would cover the markers of a 3.5-in panel
         ax.legend(
-            fontsize=7,
-            loc="upper left",
-            title_fontsize=7,
-            title=f"slopes fitted for {name} ≥ {fit_from}; R = {rate / 1e9:.2g} GFLOP/s",
+            loc="upper center",
+            bbox_to_anchor=(0.5, -0.16),
+            title=f"slopes fitted for {name} ≥ {fit_from};\nR = {rate / 1e9:.2g} GFLOP/s",
         )
     return fig
 
@@ -212,7 +213,7 @@ def memory_figure(
     fig: Figure, ns: Sequence[int], hs: Sequence[int], mark_n: int = 10_000, dtype: type = np.float32
 ) -> Figure:
     """Bytes of one layer's attention weights (h·n² numbers) against n for each h, log-log, mark_n marked."""
-    _prepare(fig, (7.5, 4.2))
+    _prepare(fig, figsize(4.2))
     ax = fig.subplots()
     ns = np.asarray(ns)
     itemsize = np.dtype(dtype).itemsize
@@ -223,11 +224,11 @@ def memory_figure(
         ax.plot([mark_n], [at], "o", color=line.get_color())
     ax.axvline(mark_n, color="0.5", lw=0.8, ls=":")
     ax.axhline(GPU_GB, color="0.3", lw=0.8, ls="--")
-    ax.text(ns[0] * 1.1, GPU_GB * 1.1, f"{GPU_GB} GB: all the memory of many GPUs", fontsize=8, va="bottom")
+    ax.text(ns[0] * 1.1, GPU_GB * 1.1, f"{GPU_GB} GB: all the memory of many GPUs", fontsize=9, va="bottom")
     _log2_tokens_axis(ax)
     ax.set_xlim(ns[0], ns[-1])
     ax.set_yscale("log")
     ax.set_ylabel(f"attention weights per layer (GB, {itemsize}-byte floats)")
     ax.set_title(f"weights memory = h·n²·{itemsize} bytes per layer, batch 1 (n = {mark_n:,} marked)")
-    ax.legend(title="heads", fontsize=8, loc="lower right")  # the empty corner: lines rise to the right
+    ax.legend(title="heads", loc="lower right")  # the empty corner: lines rise to the right
     return fig

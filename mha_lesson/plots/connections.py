@@ -43,7 +43,8 @@ def equivariance_bars(
     ax.set_xlabel("output row (position : word after the permutation)")
     ax.set_ylabel("max |f(P x) − P f(x)| in the row\n(log scale; below 1e-12 = rounding)")
     ax.set_title("Permuting the tokens: outputs just permute, unless positions are added")
-    ax.legend(loc="center right", fontsize=8)
+    # below the axes in one row: inside, any corner covers bars (every row has all three)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncols=k)
 
 
 def feature_heatmaps(fig: Figure, stages: Mapping[str, np.ndarray], tokens: Sequence[str]) -> list[AxesImage]:
@@ -54,7 +55,8 @@ def feature_heatmaps(fig: Figure, stages: Mapping[str, np.ndarray], tokens: Sequ
     for ax, (title, a) in zip(axes, stages.items(), strict=True):
         images.append(ax.imshow(a, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest"))
         ax.set_title(title)
-        ax.set_xlabel("feature (column of d_model)")
+    # once for the row: three panels of 7 in leave each about 190 px, too narrow for a label of its own
+    fig.supxlabel("feature (column of d_model)", fontsize="medium")
     axes[0].set_yticks(range(len(tokens)), list(tokens))
     axes[0].set_ylabel("token")
     fig.colorbar(images[0], ax=axes, label="value (unitless)", shrink=0.85)
@@ -70,4 +72,4 @@ def shift_scores(ax: Axes, offsets: np.ndarray, scores: Mapping[str, np.ndarray]
     ax.set_xlabel("key position minus wanted position (tokens)")
     ax.set_ylabel("dot product PE[wanted] · PE[key]\n(unitless)")
     ax.set_title("Sinusoidal codes: a dot product peaks at the wanted position")
-    ax.legend(fontsize=8)
+    ax.legend()

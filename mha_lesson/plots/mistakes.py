@@ -22,18 +22,28 @@ def compare_maps(
     *,
     row_sums: bool = True,
     annotate: bool | None = None,
+    value_size: float = 9,
 ) -> list[AxesImage]:
-    """One (n_q, n_kv) attention map per entry of maps (title -> weights) in a row; row sums on the right."""
+    """One (n_q, n_kv) attention map per entry of maps (title -> weights) in a row; row sums on the right.
+
+    The axis names go on once (queries left of the first map, row sums right of the last), so the maps keep the
+    width for weights printed at value_size points (9: readable once a laptop scales a 7-in figure down).
+    """
     axes = fig.subplots(1, len(maps), squeeze=False)[0]
     images = []
-    for ax, (title, w) in zip(axes, maps.items(), strict=True):
+    for i, (ax, (title, w)) in enumerate(zip(axes, maps.items(), strict=True)):
         images.append(
-            attention_heatmap(ax, w, query_labels, key_labels, title=title, annotate=annotate, colorbar=False)
+            attention_heatmap(
+                ax, w, query_labels, key_labels, title=title, annotate=annotate, colorbar=False, value_size=value_size
+            )
         )
+        if i:
+            ax.set_ylabel("")
         if row_sums:
             right = ax.secondary_yaxis("right")
             right.set_yticks(range(len(w)), [f"{s:.2f}" for s in np.asarray(w).sum(axis=-1)])
-            right.set_ylabel("row sum (must be 1)")
+            if i == len(maps) - 1:
+                right.set_ylabel("row sum (must be 1)")
     fig.colorbar(images[0], ax=axes, label="attention weight", shrink=0.8, location="bottom", aspect=40)
     return images
 
@@ -57,7 +67,7 @@ def ownership_map(
         # A legend of a few patches, not a number in every cell: one text per head keeps the figure cheap to draw.
         shown = [i for i in range(-1, h) if (owner == i).any()]
         handles = [Patch(color=cmap(i + 1), label=f"head {i}" if i >= 0 else "no head") for i in shown]
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return im
 
 

@@ -19,9 +19,10 @@ H_COLOURS = {**HEAD_COLOURS, 4: "tab:green", 8: "tab:orange", 16: "tab:purple"}
 
 
 def h_ticks(ax: Axes, hs: Sequence[int], d_model: int) -> None:
-    """A log-2 axis of head counts, each labelled with its width d_k = d_model / h."""
+    """A log-2 axis of head counts, each labelled with its width d_k = d_model / h (in brackets, below)."""
     ax.set_xscale("log", base=2)
-    ax.set_xticks(hs, [f"{h}\n(d_k={d_model // h})" for h in hs])
+    # just the number in brackets: "(d_k=16)" at 9 pt ran into its neighbour in a half-width panel
+    ax.set_xticks(hs, [f"{h}\n({d_model // h})" for h in hs])
     ax.minorticks_off()
 
 
@@ -39,10 +40,10 @@ def sweep_panel(ax: Axes, hs: Sequence[int], accuracy: Mapping[int, np.ndarray],
         ax.plot(x, np.median(acc, axis=1), "-", marker=markers[k], color=f"C{k}", label=f"after {steps:,} steps")
     h_ticks(ax, hs, d_model)
     ax.set_ylim(-0.02, 1.05)
-    ax.set_xlabel(f"heads h (d_model = {d_model}: equal parameters)")
+    ax.set_xlabel(f"heads h (d_k), d_model = {d_model}: equal parameters")
     ax.set_ylabel("held out: both lookups right")
-    ax.set_title("our toy: two lookups (dots: seeds, line: median)")
-    ax.legend(loc="lower center", fontsize=8)
+    ax.set_title("our toy: two lookups\n(dots: seeds, line: median)")  # two lines: it shares 7 in with the paper
+    ax.legend(loc="lower center")
 
 
 def accuracy_curves(ax: Axes, steps: np.ndarray, runs: Mapping[str, np.ndarray], colours: Mapping[str, str]) -> None:
@@ -58,31 +59,38 @@ def accuracy_curves(ax: Axes, steps: np.ndarray, runs: Mapping[str, np.ndarray],
     ax.set_xlim(0, steps[-1])
     ax.set_xlabel("training step")
     ax.set_ylabel("held out: both lookups right")
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="lower right")
 
 
-def offset_grid(fig: Figure, masses: Mapping[str, np.ndarray], *, annotate_up_to: int = 8) -> list[Axes]:
-    """One heatmap per run, heads on rows and offsets on columns: each head's mean weight on each offset.
+def offset_grid(
+    fig: Figure, masses: Mapping[str, np.ndarray], *, annotate_up_to: int = 8, ncols: int = 3
+) -> list[Axes]:
+    """One heatmap per run in rows of ncols, heads on rows and offsets on columns: each head's mean weight on each
+    offset.
 
-    masses: panel title -> (heads, 4) array (offset_masses of one layer). Numbers are printed in panels of at most
-    `annotate_up_to` heads.
+    masses: panel title -> (heads, 4) array (offset_masses of one layer). Numbers (9 pt) are printed in panels of at
+    most `annotate_up_to` heads: three panels across 7 in leave each cell room for "0.00" at 9 pt, five did not.
     """
-    axes = fig.subplots(1, len(masses), squeeze=False)[0]
+    nrows = -(-len(masses) // ncols)
+    grid = fig.subplots(nrows, ncols, squeeze=False)
+    axes = list(grid.flat[: len(masses)])
+    for spare in grid.flat[len(masses) :]:
+        spare.set_visible(False)
     im = None
-    for ax, (title, m) in zip(axes, masses.items(), strict=True):
+    for k, (ax, (title, m)) in enumerate(zip(axes, masses.items(), strict=True)):
         heads = len(m)
         im = ax.imshow(m, vmin=0, vmax=1, cmap="viridis", aspect="auto", interpolation="nearest")
-        ax.set_xticks(range(len(OFFSETS)), OFFSETS, rotation=45, ha="right", fontsize=8)
+        ax.set_xticks(range(len(OFFSETS)), OFFSETS, rotation=45, ha="right")
         step = 1 if heads <= 8 else 2
-        ax.set_yticks(range(0, heads, step), [str(i) for i in range(0, heads, step)], fontsize=8)
-        ax.set_ylabel("head" if ax is axes[0] else "")
+        ax.set_yticks(range(0, heads, step), [str(i) for i in range(0, heads, step)])
+        ax.set_ylabel("head" if k % ncols == 0 else "")
         ax.set_title(title, fontsize=10)
         if heads <= annotate_up_to:
             for i in range(heads):
                 for j in range(m.shape[1]):
-                    ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=7, color=weight_colour(m[i, j]))
+                    ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", fontsize=9, color=weight_colour(m[i, j]))
     fig.colorbar(im, ax=axes, shrink=0.8, label="mean attention weight")
-    return list(axes)
+    return axes
 
 
 def division_bars(ax: Axes, rates: Mapping[int, float], seeds: int) -> None:
@@ -96,7 +104,7 @@ def division_bars(ax: Axes, rates: Mapping[int, float], seeds: int) -> None:
             xytext=(0, 3),
             textcoords="offset points",
             ha="center",
-            fontsize=8,
+            fontsize=9,
         )
     ax.set_xticks(range(len(hs)), [str(h) for h in hs])
     ax.set_ylim(0, 1.15)
@@ -120,12 +128,12 @@ def kl_curves(ax: Axes, d_ks: Sequence[int], curves: Mapping[str, np.ndarray], n
     ax.axvline(n - 1, color="grey", ls=":", lw=1)
     ax.annotate(
         f"d_k = n − 1 = {n - 1}\n▼: exact (KL < {KL_FLOOR:g})",
-        (n - 1, 1),
+        (n - 1, 4),  # the top right corner, above the curves: they fall to the right
         xytext=(-4, 0),
         textcoords="offset points",
         ha="right",
         va="top",
-        fontsize=8,
+        fontsize=9,
     )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -135,7 +143,7 @@ def kl_curves(ax: Axes, d_ks: Sequence[int], curves: Mapping[str, np.ndarray], n
     ax.set_xlabel(f"head width d_k (rank of the scores), n = {n} tokens")
     ax.set_ylabel("KL(target ‖ fit), nats per query")
     ax.set_title("how close one head can get")
-    ax.legend(loc="lower left", fontsize=8)
+    ax.legend(loc="lower left")
 
 
 def pattern_row(fig: Figure, patterns: Mapping[str, np.ndarray]) -> list[Axes]:
@@ -147,9 +155,9 @@ def pattern_row(fig: Figure, patterns: Mapping[str, np.ndarray]) -> list[Axes]:
         ax.set_title(title, fontsize=9)
         ax.set_xticks([0, len(w) - 1])
         ax.set_yticks([0, len(w) - 1] if ax is axes[0] else [])
-        ax.set_xlabel("key", fontsize=8, labelpad=1)
+        ax.set_xlabel("key", fontsize=9, labelpad=1)
         if ax is axes[0]:
-            ax.set_ylabel("query", fontsize=8, labelpad=1)
+            ax.set_ylabel("query", fontsize=9, labelpad=1)
     fig.colorbar(im, ax=axes, shrink=0.8, label="weight")
     return list(axes)
 
@@ -159,20 +167,21 @@ def paper_panel(ax: Axes, rows: Sequence[Table3Row]) -> Axes:
     hs = [r.h for r in rows]
     ax.plot(hs, [r.bleu for r in rows], "o-", color="tab:purple", label="BLEU (higher is better)")
     for r in rows:
-        ax.annotate(f"{r.bleu:g}", (r.h, r.bleu), xytext=(0, 6), textcoords="offset points", ha="center", fontsize=8)
+        ax.annotate(f"{r.bleu:g}", (r.h, r.bleu), xytext=(0, 6), textcoords="offset points", ha="center", fontsize=9)
     twin = ax.twinx()
     twin.plot(hs, [r.ppl for r in rows], "s--", color="tab:grey", label="perplexity (lower is better)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(hs, [str(h) for h in hs])
     ax.minorticks_off()
-    ax.margins(y=0.25)
+    ax.margins(x=0.08, y=0.25)  # x: room for the first and last BLEU labels inside the frame
     twin.margins(y=0.25)
     ax.set_xlabel(f"heads h (d_k = {rows[0].h * rows[0].d_k} / h: equal computation)")
     ax.set_ylabel("dev BLEU", color="tab:purple")
     twin.set_ylabel("dev perplexity (per wordpiece)", color="tab:grey")
-    ax.set_title("paper, Table 3 (A): translation, dev set")
+    ax.set_title("paper, Table 3 (A):\ntranslation, dev set")
     lines = ax.get_lines()[:1] + twin.get_lines()
-    ax.legend(lines, [line.get_label() for line in lines], loc="lower center", fontsize=8)
+    # below the panel: inside, at 9 pt, it covered the perplexity curve's low point
+    ax.legend(lines, [line.get_label() for line in lines], loc="upper center", bbox_to_anchor=(0.5, -0.2))
     return twin
 
 
@@ -185,7 +194,8 @@ def seed_curves(ax: Axes, steps: np.ndarray, runs: Mapping[str, np.ndarray], col
     ax.set_xlim(0, steps[-1])
     ax.set_xlabel("training step")
     ax.set_ylabel("held out: both lookups right")
-    ax.legend(loc="lower right", fontsize=8)
+    # outside, right of the axes: five seeds per run leave no corner free of lines
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
 
 
 def plateau_figure(fig: Figure, frames: Frames, tokens: np.ndarray) -> None:
@@ -202,7 +212,7 @@ def plateau_figure(fig: Figure, frames: Frames, tokens: np.ndarray) -> None:
     for step in frames.steps:
         ax.axvline(step, color="0.7", lw=0.8, ls=":")
     ax.set(yscale="log", xlabel="training step", ylabel="loss (nats)", xlim=(0, frames.steps[-1] + 10))
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(loc="upper right")
     h = frames.attention.shape[1]
     axes = bottom.subplots(h, len(frames.steps), squeeze=False)
     n = frames.attention.shape[-1]
@@ -212,17 +222,17 @@ def plateau_figure(fig: Figure, frames: Frames, tokens: np.ndarray) -> None:
             a = axes[i, c]
             im = a.imshow(frames.attention[c, i], vmin=0, vmax=1, cmap="viridis", interpolation="nearest")
             one, two = frames.masses[c, i, 1:3]
-            a.set_title(f"step {step}\n{one:.2f} | {two:.2f}", fontsize=8)
+            # 9 pt, the smallest that reads once a laptop scales 7 in down; "|" without spaces: 7 columns
+            a.set_title(f"step {step}\n{one:.2f}|{two:.2f}", fontsize=9)
             a.set_xticks([0, n - 1] if i == h - 1 else [])
             a.set_yticks([0, n - 1] if c == 0 else [])
-            a.tick_params(labelsize=7, length=2)
+            a.tick_params(labelsize=9, length=2)
     for i in range(h):
-        axes[i, 0].set_ylabel(f"head {i}\nquery position", fontsize=8)
-    for c in range(len(frames.steps)):
-        axes[-1, c].set_xlabel("key position", fontsize=7)
+        axes[i, 0].set_ylabel(f"head {i}\nquery position", fontsize=9)
+    bottom.supxlabel("key position", fontsize=9)  # once under the row: seven labels would run together
     bottom.colorbar(im, ax=axes, shrink=0.8, label="attention weight")
     bottom.suptitle(
-        f"each head's attention on held-out sequence 0 ({'-'.join(str(int(t)) for t in tokens[:4])}...); "
+        f"each head's attention on held-out sequence 0 ({'-'.join(str(int(t)) for t in tokens[:4])}...);\n"
         "titles: mean weight 1 back | 2 back over all held-out sequences",
-        fontsize=8.5,
+        fontsize=9,
     )
