@@ -20,18 +20,6 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 # constrained-layout figure comes out about 12 CSS px wider than its size (measured in the lessons: 950 -> 962).
 TIGHT_PAD_PX = 12
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-# Lessons (by number) whose static figures still show text under MIN_LAPTOP_TEXT_PX on a laptop, or whose code still
-# asks for a figure wider than style.WIDTH (issue 30, to do). Strict: a lesson that gets fixed must leave its list.
-FIGURES_PENDING = {
-}
-WIDE_PENDING = {
-}
-
-
-def pending(names: set[str]) -> list:
-    """NOTEBOOKS, those whose number is in `names` marked as a strict expected failure (issue 30)."""
-    mark = pytest.mark.xfail(strict=True, reason="issue 30: a figure too wide or its text under 10 px on a laptop")
-    return [pytest.param(p, marks=mark) if p.name[:2] in names else p for p in NOTEBOOKS]
 
 
 def test_the_widest_figure_fits_a_cell_and_its_ticks_read_on_a_laptop():
@@ -141,7 +129,7 @@ def literal_figsizes(source: str) -> list[tuple[float, float]]:
     return found
 
 
-@pytest.mark.parametrize("path", pending(WIDE_PENDING), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_lesson_figure_is_wider_than_a_cell(path):
     sources = [s for s in code_cells(path) if not s.lstrip().startswith(("%", "!"))]
     wide = [size for s in sources for size in literal_figsizes(s) if size[0] > style.WIDTH]
@@ -210,7 +198,7 @@ def test_every_static_figure_is_logged(path, executed_notebook):
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("path", pending(FIGURES_PENDING), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_static_figure_reads_at_10_css_pixels_on_a_laptop_with_the_file_browser_open(path, executed_notebook):
     small = _small_text(executed_notebook(path).metadata["mha_figures"])
     assert not small, "\n".join(small)
