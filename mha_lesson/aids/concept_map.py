@@ -157,7 +157,7 @@ NODES: tuple[Node, ...] = (
 )  # fmt: skip
 
 EDGES: tuple[Edge, ...] = (
-    Edge("several", "split", "leads to", at=0.8),
+    Edge("several", "split", "leads to", at=0.45),
     Edge("several", "training", "shown by", at=0.3),
     Edge("training", "mha", "trains", at=0.45),
     Edge("qkv", "project", "motivates"),
@@ -172,7 +172,7 @@ EDGES: tuple[Edge, ...] = (
     Edge("mha", "complexity", "measured by"),
     Edge("mha", "mistakes", "pitfalls"),
     Edge("mha", "vis", "weights shown by", at=0.65),
-    Edge("vis", "roles", "tested for", at=0.8),
+    Edge("vis", "roles", "tested for", at=0.4),
     Edge("mha", "self", "used as", at=0.55),
     Edge("mha", "cross", "used as", at=0.55),
     Edge("mha", "encoder", "sub-layer of", at=0.55),
