@@ -290,7 +290,7 @@ def test_softmax_of_a_fully_masked_row():
         assert np.isnan(mk.softmax_naive(np.full(3, -np.inf))).all()
 
 
-def test_compare_maps_names_the_axes_once_and_prints_the_row_sums():
+def test_compare_maps_names_the_queries_once_and_labels_every_row_sum_column():
     from matplotlib.figure import Figure
 
     from mha_lesson.plots import mistakes as pm
@@ -302,5 +302,5 @@ def test_compare_maps_names_the_axes_once_and_prints_the_row_sums():
     assert left.get_ylabel() == "query (attending)" and right.get_ylabel() == ""
     sums = [[t.get_text() for t in ax.child_axes[0].get_yticklabels()] for ax in (left, right)]
     assert sums == [["0.75", "0.75"], ["0.30", "0.30"]]  # w.sum(axis=-1) = [0.75, 0.75], times 0.4: 0.3
-    assert [ax.child_axes[0].get_ylabel() for ax in (left, right)] == ["", "row sum (must be 1)"]
+    assert [ax.child_axes[0].get_ylabel() for ax in (left, right)] == ["row sum", "row sum (must be 1)"]
     assert {t.get_fontsize() for t in left.texts} == {9}  # the weights in the cells, readable on a laptop

@@ -26,8 +26,8 @@ def compare_maps(
 ) -> list[AxesImage]:
     """One (n_q, n_kv) attention map per entry of maps (title -> weights) in a row; row sums on the right.
 
-    The axis names go on once (queries left of the first map, row sums right of the last), so the maps keep the
-    width for weights printed at value_size points (9: readable once a laptop scales a 7-in figure down).
+    The query axis is named once (left of the first map) and each row-sum column beside its map, so the maps keep
+    the width for weights printed at value_size points (9: readable once a laptop scales a 7-in figure down).
     """
     axes = fig.subplots(1, len(maps), squeeze=False)[0]
     images = []
@@ -42,8 +42,8 @@ def compare_maps(
         if row_sums:
             right = ax.secondary_yaxis("right")
             right.set_yticks(range(len(w)), [f"{s:.2f}" for s in np.asarray(w).sum(axis=-1)])
-            if i == len(maps) - 1:
-                right.set_ylabel("row sum (must be 1)")
+            # Every column named: unlabelled, "1.70" ran into the next map's first query label.
+            right.set_ylabel("row sum (must be 1)" if i == len(maps) - 1 else "row sum")
     fig.colorbar(images[0], ax=axes, label="attention weight", shrink=0.8, location="bottom", aspect=40)
     return images
 
