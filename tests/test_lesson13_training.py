@@ -557,3 +557,27 @@ def test_offset_grid_lays_runs_out_in_rows_of_three_with_readable_numbers():
     printed = [t for ax in axes for t in ax.texts]
     assert len(printed) == 4 * (1 + 2 + 4 + 8)  # every cell of the panels of at most 8 heads, none for 16
     assert {t.get_text() for t in printed} == {"0.25"} and {t.get_fontsize() for t in printed} == {9}
+
+
+def test_plateau_figure_keeps_the_step_0_dot_inside_and_names_the_keys_under_the_maps():
+    """The review: the step-0 dot sat on the left spine, and "key position" floated far below the maps."""
+    from matplotlib.figure import Figure
+
+    from mha_lesson.plots import training as pt
+
+    steps, h, n = (0, 10, 20), 2, 4
+    frames = lesson.Frames(
+        steps=steps,
+        attention=np.full((len(steps), h, n, n), 1 / n),
+        masses=np.full((len(steps), h, 4), 0.25),
+        loss=np.array([3.0, 2.0, 1.0]),
+        losses=np.linspace(3.0, 1.0, 20),
+    )
+    fig = Figure()
+    pt.plateau_figure(fig, frames, np.arange(n))
+    curve = fig.subfigs[0].axes[0]
+    left, right = curve.get_xlim()
+    assert left < 0 < steps[-1] < right  # both end dots inside the frame
+    maps = fig.subfigs[1].axes[: len(steps) * h]
+    assert [ax.get_xlabel() for ax in maps[-len(steps) :]] == ["", "key position", ""]
+    assert {ax.get_xlabel() for ax in maps[: -len(steps)]} == {""}

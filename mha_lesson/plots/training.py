@@ -211,7 +211,8 @@ def plateau_figure(fig: Figure, frames: Frames, tokens: np.ndarray) -> None:
     ax.plot(frames.steps, frames.loss, "o", color="tab:red", ms=4, label="held-out loss at each frame")
     for step in frames.steps:
         ax.axvline(step, color="0.7", lw=0.8, ls=":")
-    ax.set(yscale="log", xlabel="training step", ylabel="loss (nats)", xlim=(0, frames.steps[-1] + 10))
+    # Left of 0 too: the step-0 dot sat on the spine, half clipped.
+    ax.set(yscale="log", xlabel="training step", ylabel="loss (nats)", xlim=(-10, frames.steps[-1] + 10))
     ax.legend(loc="upper right")
     h = frames.attention.shape[1]
     axes = bottom.subplots(h, len(frames.steps), squeeze=False)
@@ -229,7 +230,9 @@ def plateau_figure(fig: Figure, frames: Frames, tokens: np.ndarray) -> None:
             a.tick_params(labelsize=9, length=2)
     for i in range(h):
         axes[i, 0].set_ylabel(f"head {i}\nquery position", fontsize=9)
-    bottom.supxlabel("key position", fontsize=9)  # once under the row: seven labels would run together
+    # Once, under the middle map: seven labels would run together, and the subfigure's label floated below the gap
+    # that the square maps leave.
+    axes[-1, len(frames.steps) // 2].set_xlabel("key position", fontsize=9, labelpad=1)
     bottom.colorbar(im, ax=axes, shrink=0.8, label="attention weight")
     bottom.suptitle(
         f"each head's attention on held-out sequence 0 ({'-'.join(str(int(t)) for t in tokens[:4])}...);\n"
