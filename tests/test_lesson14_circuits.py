@@ -47,6 +47,21 @@ def test_the_additive_paths_figure_reads_row_by_row_two_panels_a_row():
         pc.additive_paths(Figure(), terms, terms.sum(axis=0), list("abcde"), ncols=0)
 
 
+def test_layer_maps_name_every_other_token_over_every_row_of_panels():
+    """The review: 28 rotated labels at every key ran together, and the lower row had no key labels at all."""
+    tokens = [str(10 + i) for i in range(6)]
+    fig = Figure()
+    attention = np.full((2, 2, 6, 6), 1 / 6)
+    pc.layer_maps(fig, attention, tokens, [None] * 4, titles=list("abcd"), label_every=2)
+    panels = fig.axes[:4]
+    assert [[t.get_text() for t in ax.get_xticklabels()] for ax in panels] == [["10", "12", "14"]] * 4
+    assert [t.get_text() for t in panels[0].get_yticklabels()] == ["10", "12", "14"]
+    assert [ax.get_xlabel() for ax in panels] == ["key (attended to)"] * 4
+    assert [ax.get_ylabel() for ax in panels] == ["query (attending)", "", "query (attending)", ""]
+    with pytest.raises(ValueError, match="label_every"):
+        pc.layer_maps(Figure(), attention, tokens, [None] * 4, titles=list("abcd"), label_every=0)
+
+
 def test_minilm_circuits_have_rank_d_k_and_most_heads_use_most_of_it(minilm):
     heads = [layer.attn for layer in minilm.layers]
     full = circuits.qk_circuit(heads[0].astype(np.float64), 0)

@@ -81,11 +81,17 @@ def layer_maps(
     patterns: Sequence[np.ndarray | None],
     *,
     titles: Sequence[str],
+    label_every: int = 1,
 ) -> list[AxesImage]:
-    """Heatmaps of attention (rows, cols, n, n) in a grid; red rings mark patterns[panel]'s cells (row-major order)."""
+    """Heatmaps of attention (rows, cols, n, n) in a grid; red rings mark patterns[panel]'s cells (row-major order).
+
+    label_every: name every label_every-th token on both axes (2: two-digit tokens of a long sequence stay apart).
+    """
     attention = np.asarray(attention)
     if attention.ndim != 4:
         raise ValueError(f"attention: expected (rows, cols, n, n), e.g. (layers, h, n, n), got shape {attention.shape}")
+    if label_every < 1:
+        raise ValueError(f"label_every: expected at least 1 (every token), got {label_every}")
     rows, cols = attention.shape[:2]
     if len(patterns) != rows * cols or len(titles) != rows * cols:
         raise ValueError(
@@ -96,14 +102,20 @@ def layer_maps(
     for idx, ax in enumerate(axes.flat):
         r, c = divmod(idx, cols)
         im = attention_heatmap(ax, attention[r, c], tokens, tokens, title=titles[idx], annotate=False, colorbar=False)
-        # Every panel shows the same tokens: label them on the outer edges only (fewer labels, faster to draw).
-        ax.tick_params(labeltop=r == 0, labelleft=c == 0)  # the style's 9-point ticks: they read on a laptop
+        if label_every > 1:
+            # Level, every other one: 24-28 rotated two-digit labels at every position ran together on a laptop.
+            shown = range(0, len(tokens), label_every)
+            ax.set_xticks(shown, [tokens[j] for j in shown], rotation=0)
+            ax.set_yticks(shown, [tokens[j] for j in shown])
+            ax.set_xticks(range(len(tokens)), minor=True)
+            ax.set_yticks(range(len(tokens)), minor=True)
+        # Every panel shows the same tokens: the queries on the left edge only; the keys over every row of panels,
+        # so each row names its axis. The style's 9-point ticks: they read on a laptop.
+        ax.tick_params(labelleft=c == 0)
         if patterns[idx] is not None:
             pattern_cells(ax, patterns[idx], label="cells the detector scores")
         if c:
             ax.set_ylabel("")
-        if r:
-            ax.set_xlabel("")
         images.append(im)
     fig.colorbar(images[0], ax=axes, label="weight (row sums to 1)", shrink=0.8)
     return images
