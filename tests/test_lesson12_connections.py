@@ -230,3 +230,25 @@ def test_feature_heatmaps_share_one_scale_and_name_the_features_once():
     assert [im.get_clim() for im in images] == [(-3.0, 3.0)] * 2  # the largest |value| of all stages
     assert fig.get_supxlabel() == "feature (column of d_model)"
     assert [ax.get_xlabel() for ax in fig.axes[:2]] == ["", ""]
+
+
+def test_feature_heatmaps_give_a_one_hot_stage_its_own_scale_and_mark_the_blocks():
+    from matplotlib.figure import Figure
+
+    from mha_lesson.plots import connections as pc
+
+    fig = Figure()
+    x, y = np.array([[1.0, 0.0, 0.0, 1.0]]), np.array([[0.5, -4.0, 2.0, 0.0]])
+    images = pc.feature_heatmaps(fig, {"x": x, "y": y}, ["t"], one_hot=["x"], col_edges=[2], block_names=["h0", "h1"])
+    assert [im.get_clim() for im in images] == [(0.0, 1.0), (-4.0, 4.0)]  # y alone sets the shared scale
+    assert images[0].get_cmap()(1.0) == (0.0, 0.0, 0.0, 1.0)  # a one is black, not a pale tint of red
+    for ax in fig.axes[:2]:
+        assert [line.get_xdata()[0] for line in ax.get_lines()] == [1.5]  # between the blocks' columns 1 and 2
+        assert list(ax.get_xticks()) == [0, 2]
+        top = ax.child_axes[0]
+        assert [t.get_text() for t in top.get_xticklabels()] == ["h0", "h1"]
+        assert list(top.get_xticks()) == [0.5, 2.5]
+    with pytest.raises(ValueError, match="one_hot"):
+        pc.feature_heatmaps(Figure(), {"y": y}, ["t"], one_hot=["y"])
+    with pytest.raises(ValueError, match="block_names"):
+        pc.feature_heatmaps(Figure(), {"y": y}, ["t"], col_edges=[2], block_names=["h0"])

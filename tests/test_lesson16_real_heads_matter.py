@@ -65,6 +65,31 @@ def test_load_role_swaps_names_a_bad_file(tmp_path):
         rh.load_role_swaps(bad)
 
 
+def test_heatmap_numbers_that_round_to_zero_show_no_sign():
+    values = np.array([[-0.4, -0.6, 0.2], [-0.0004, 12.0, -1.5]])
+    fig = Figure()
+    ax = fig.add_subplot()
+    plots.layer_head_heatmap(ax, values, title="t", colorbar_label="c", vmin=-2, fmt="{:.0f}")
+    assert [t.get_text() for t in ax.texts] == ["0", "-1", "0", "0", "12", "-2"]  # row by row; -1.5 rounds to even
+    ax = fig.add_subplot()
+    plots.layer_head_heatmap(ax, values, title="t", colorbar_label="c", vmin=-2, fmt="{:.3f}")
+    assert [t.get_text() for t in ax.texts][3:5] == ["0.000", "12.000"]
+
+
+def test_the_pruning_panel_fits_the_curves_and_names_the_control_below_it():
+    ref = head_analysis.pruning_reference()
+    fig = Figure()
+    plots.pruning_figure(fig, ref, 0.5)
+    top = fig.axes[0]
+    low, high = top.get_ylim()
+    curves = np.concatenate([ref["curve_zero"], ref["curve_mean"]])
+    assert low < min(curves.min(), float(ref["embedding_accuracy"])) and high > float(ref["intact_accuracy"])
+    assert high - low < 0.2  # a sentence (0.5 %) is a visible step, not a tenth of the panel as with 0.5 in range
+    labels = top.get_legend_handles_labels()[1]
+    assert "shared words, no model: 0.500 (below the axis)" in labels
+    assert sum("below the axis" in label for label in labels) == 1
+
+
 # --- MiniLM: section 1 (pruning) -------------------------------------------------------------------------------
 
 

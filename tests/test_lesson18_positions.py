@@ -7,12 +7,14 @@ import math
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure
 
 import mha_lesson as mha
 from mha_lesson.aids import flashcards as fc
 from mha_lesson.demos import scale as sc
 from mha_lesson.demos.toy import TOKENS
 from mha_lesson.encoder import encoder_layer, layer_norm
+from mha_lesson.plots import scale as ps
 from mha_lesson.rope import rope_angles
 
 # --- section 1: RoPE ------------------------------------------------------------------------------------------------
@@ -36,6 +38,17 @@ def test_rope_scores_depend_only_on_the_offset():
         assert table[m, n] == pytest.approx(q @ _rotation(16, n - m) @ k, abs=1e-12)
     assert sc.offset_spread(np.subtract.outer(np.arange(4.0), np.arange(4.0))) == 0  # constant diagonals
     assert sc.offset_spread(np.array([[0.0, 1.0], [2.0, 5.0]])) == 5
+
+
+def test_rope_plot_spends_its_colours_on_the_scores_range():
+    table = sc.rope_score_table(*np.random.default_rng(2).normal(size=(2, 16)), 24)
+    fig = Figure(layout="constrained")
+    ps.rope_plot(fig, table)
+    image = fig.axes[0].images[0]
+    assert image.get_clim() == (table.min(), table.max())  # all scores > 0 here: a ±max scale would waste half
+    assert image.get_cmap().name == "viridis"  # sequential: equal scores, equal colour along each diagonal
+    bar = next(ax for ax in fig.axes if ax.get_xlabel() == "score (unitless)")  # the label below the map
+    assert bar.get_position().y1 < fig.axes[0].get_position().y0
 
 
 def test_interleaved_rope_is_a_complex_rotation_and_a_permutation_of_half_split():

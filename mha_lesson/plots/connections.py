@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 
@@ -47,19 +48,62 @@ def equivariance_bars(
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.32), ncols=k)
 
 
-def feature_heatmaps(fig: Figure, stages: Mapping[str, np.ndarray], tokens: Sequence[str]) -> list[AxesImage]:
-    """One (n, d_model) heatmap per stage (title -> array): tokens on rows, features on columns, shared scale."""
+def feature_heatmaps(
+    fig: Figure,
+    stages: Mapping[str, np.ndarray],
+    tokens: Sequence[str],
+    *,
+    one_hot: Sequence[str] = (),
+    col_edges: Sequence[int] = (),
+    block_names: Sequence[str] | None = None,
+    xlabel: str = "feature (column of d_model)",
+) -> list[AxesImage]:
+    """One (n, d_model) heatmap per stage (title -> array): tokens on rows, features on columns, shared scale.
+
+    one_hot: titles of 0/1 stages, drawn on their own 0..1 grey scale with a key: on the others' scale, set by their
+    largest |value|, a 1 would be a pale tint. col_edges / block_names: lines before those columns and one name per
+    column block above the panels (as plots.heads.matrix_image), for the heads' blocks of d_k columns; xlabel: the
+    features' label, once for the row (say there what the block names mean).
+    """
+    unknown = set(one_hot) - set(stages)
+    if unknown:
+        raise ValueError(f"one_hot: not a stage title: {sorted(unknown)}")
+    for title in one_hot:
+        if not np.isin(stages[title], (0.0, 1.0)).all():
+            raise ValueError(f"one_hot: stage {title!r} has entries other than 0 and 1")
+    if block_names is not None and len(block_names) != len(col_edges) + 1:
+        raise ValueError(
+            f"block_names: expected {len(col_edges) + 1} names (one per column block), got {len(block_names)}"
+        )
     axes = fig.subplots(1, len(stages), sharey=True, squeeze=False)[0]
-    vmax = max(float(np.abs(a).max()) for a in stages.values()) or 1.0
+    shared = [a for title, a in stages.items() if title not in one_hot]
+    vmax = max((float(np.abs(a).max()) for a in shared), default=1.0) or 1.0
     images = []
     for ax, (title, a) in zip(axes, stages.items(), strict=True):
-        images.append(ax.imshow(a, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest"))
+        own = title in one_hot
+        scale = {"cmap": "Greys", "vmin": 0.0, "vmax": 1.0} if own else {"cmap": "RdBu_r", "vmin": -vmax, "vmax": vmax}
+        images.append(ax.imshow(a, aspect="auto", interpolation="nearest", **scale))
         ax.set_title(title)
+        for edge in col_edges:  # grey and thin: a black line would hide a lit column next to it
+            ax.axvline(edge - 0.5, color="0.45", lw=0.8)
+        if col_edges:
+            ax.set_xticks([0, *col_edges])  # each block's first column, the one the lesson's prints name
+        if block_names is not None:  # on top: under the panels, names and column numbers would share one row
+            starts, ends = [0, *col_edges], [*col_edges, a.shape[1]]
+            top = ax.secondary_xaxis("top")
+            top.set_xticks([(b + e - 1) / 2 for b, e in zip(starts, ends, strict=True)], list(block_names))
+            top.tick_params(length=0)
+        if own:  # a key instead of a second colour bar: the panels leave no width for one
+            keys = [Patch(facecolor="k", label="1"), Patch(facecolor="w", edgecolor="k", label="0")]
+            ax.legend(handles=keys, loc="upper right", title="value")
     # once for the row: three panels of 7 in leave each about 190 px, too narrow for a label of its own
-    fig.supxlabel("feature (column of d_model)", fontsize="medium")
+    fig.supxlabel(xlabel, fontsize="medium")
     axes[0].set_yticks(range(len(tokens)), list(tokens))
     axes[0].set_ylabel("token")
-    fig.colorbar(images[0], ax=axes, label="value (unitless)", shrink=0.85)
+    shared_images = [im for im, title in zip(images, stages, strict=True) if title not in one_hot]
+    if shared_images:
+        label = "value (unitless)" + ("; 0/1 panel: its key" if one_hot else "")
+        fig.colorbar(shared_images[0], ax=axes, label=label, shrink=0.85)
     return images
 
 

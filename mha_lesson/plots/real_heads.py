@@ -37,6 +37,11 @@ def similarity_heatmap(ax: Axes, sims: np.ndarray, labels: Sequence[str], *, tit
     return im
 
 
+def _no_negative_zero(text: str) -> str:
+    """A formatted number without the sign of a value that rounds to zero ("-0", "-0.000" -> "0", "0.000")."""
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text  # "-0" reads as a negative effect
+
+
 def layer_head_heatmap(
     ax: Axes,
     values: np.ndarray,
@@ -63,7 +68,8 @@ def layer_head_heatmap(
     if fmt is not None:  # at 9 points, the smallest text that reads once a laptop scales a 7-inch figure down
         for (li, hi), v in np.ndenumerate(values):
             light = (v - vmin) < 0.6 * (vmax - vmin)
-            text = ax.text(hi, li, fmt.format(v), ha="center", va="center", fontsize=9, color="w" if light else "k")
+            label = _no_negative_zero(fmt.format(v))
+            text = ax.text(hi, li, label, ha="center", va="center", fontsize=9, color="w" if light else "k")
             text.set_in_layout(False)  # inside the axes anyway: measuring every label would only slow the layout
     for li, hi in marked:
         ax.add_patch(Rectangle((hi - 0.5, li - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
@@ -223,14 +229,19 @@ def pruning_figure(fig: Figure, ref: Mapping[str, np.ndarray], word_overlap: flo
         (float(ref["embedding_accuracy"]), "mean of input embeddings (no layer)", "C4"),
         (word_overlap, "shared words, no model", "C5"),
     ]
+    # The y range fits the curves and the model's own controls, so their sentence-sized steps read; the word count,
+    # far below, stays in the legend with its value rather than squashing the curves into a tenth of the panel.
+    low = min(float(np.min(ref[f"curve_{mode}"])) for mode in MODES)
+    low = min(low, *(value for value, _, _ in controls[:3])) - 0.01
     for value, label, colour in controls:
-        top.axhline(value, color=colour, linestyle=":", linewidth=1.2, label=f"{label}: {value:.3f}")
-    top.set_ylim(min(word_overlap, 0.9) - 0.03, 1.005)
+        below = " (below the axis)" if value < low else ""
+        top.axhline(value, color=colour, linestyle=":", linewidth=1.2, label=f"{label}: {value:.3f}{below}")
+    top.set_ylim(low, 1.0 + 0.01 * (1.0 - low))
     top.set_xlim(0, 1)
     top.set_xlabel("fraction of the heads switched off")
     top.set_ylabel("retrieval accuracy (fraction of sentences)")
     top.set_title("Pruning on the paraphrase task, least important head first")
-    top.legend(loc="center left")
+    top.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncols=2)  # below: inside, it would hide the curves
     top.grid(alpha=0.3)
     zero, mean = (1000 * np.ravel(ref[f"margin_drop_{mode}"]) for mode in MODES)
     h = np.asarray(ref["margin_drop_zero"]).shape[1]

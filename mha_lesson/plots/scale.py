@@ -143,9 +143,11 @@ def rope_plot(fig: Figure, table: np.ndarray) -> None:
     """Left: the score table rope(q)_m · rope(k)_j; right: its rows against the offset j - m, on top of each other."""
     ax_map, ax_rows = fig.subplots(1, 2)
     n = len(table)
-    vmax = np.abs(table).max()
-    im = ax_map.imshow(table, cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest")
-    fig.colorbar(im, ax=ax_map, label="score (unitless)", shrink=0.85)
+    # A sequential map over the scores' own range: its whole contrast goes to the diagonals (a symmetric diverging
+    # one would leave half its colours unused when every score has one sign). The bar sits below the map, so its
+    # label does not stand beside the right panel's identical axis label.
+    im = ax_map.imshow(table, cmap="viridis", vmin=table.min(), vmax=table.max(), interpolation="nearest")
+    fig.colorbar(im, ax=ax_map, label="score (unitless)", location="bottom", shrink=0.85, aspect=30)
     ax_map.set(
         xlabel="key position j", ylabel="query position m", title="rope(q)_m · rope(k)_j:\nconstant along diagonals"
     )
@@ -154,8 +156,6 @@ def rope_plot(fig: Figure, table: np.ndarray) -> None:
     ax_rows.set(xlabel="offset j − m (tokens)", ylabel="score (unitless)",
                 title="every row is one curve\nof the offset")  # fmt: skip
     ax_rows.legend()
-    # Room between the colour bar's label and the right panel's axis label, which otherwise touch.
-    fig.get_layout_engine().set(wspace=0.04)
 
 
 def receptive_field_plot(fig: Figure, reaches: Sequence[np.ndarray], window: int) -> None:
