@@ -158,6 +158,10 @@ def test_every_heads_map_fits_a_laptop_screen_with_every_character_readable():
     chars = [{" ": "␣"}.get(c, c) for c in line]
     assert [t.get_text() for t in maps[0].get_yticklabels()] == chars  # every query row named, layer 0
     assert [t.get_text() for t in maps[-1].get_xticklabels()] == chars  # every key column named, layer 3
+    FigureCanvasAgg(fig).draw()  # lay out, so the labels have their places
+    for labels in (maps[0].get_yticklabels(), maps[-1].get_xticklabels()):  # neighbours do not touch
+        boxes = [t.get_window_extent() for t in labels]
+        assert not any(a.overlaps(b) for a, b in zip(boxes[:-1], boxes[1:], strict=True))
     # the lesson draws it at that size
     (cell,) = [c.source for c in nbformat.read(LESSON, as_version=4).cells if "plots.head_maps(" in c.source]
     assert "figsize=plots.HEAD_MAPS_FIGSIZE" in cell

@@ -40,21 +40,30 @@ def training_curves(ax: Axes, log: Mapping[str, np.ndarray], *, smooth: int = 50
 # With the colour bar under the grid, each of the 4 x 4 maps is about 130 x 150 pixels, as at 7 inches beside it.
 HEAD_MAPS_FIGSIZE = style.figsize(7.4, width=0.815)
 CHAR_SIZE = 7.4  # points: the characters on the maps' axes, 10.3 px at style.DPI (about 9 px apart on the rows)
+STAGGER = 8.5  # points: how far every other character label steps away from the map: a line of CHAR_SIZE + 0.5
 
 
-def _lift_spaces(ax: Axes) -> None:
-    """Raise each ␣ row label by 3 points: the glyph hangs below the baseline and would touch the letter under it
-    on rows about 9 px apart (each tick keeps its label, and tick_params, which would reset it, is called before)."""
-    lift = ScaledTranslation(0, 3 / 72, ax.figure.dpi_scale_trans)
-    for label in ax.get_yticklabels():
-        if label.get_text() == char_label(" "):
-            label.set_transform(label.get_transform() + lift)
+def _stagger_labels(ax: Axes, *, rows: bool) -> None:
+    """Step every other tick label (odd positions) away from the map: the row labels left, the column labels down.
+
+    One character per ~7-9 px row or column: side by side they run together; staggered, each label has twice the
+    room and still sits at its own row or column. A ␣ row label is also raised by 3 points: the glyph hangs below
+    the baseline and would touch the letter under it. tick_params, which would reset the shifts, is called before.
+    """
+    to_inches = ax.figure.dpi_scale_trans
+    labels = ax.get_yticklabels() if rows else ax.get_xticklabels()
+    for k, label in enumerate(labels):
+        step = STAGGER / 72 if k % 2 else 0.0
+        lift = 3 / 72 if rows and label.get_text() == char_label(" ") else 0.0
+        shift = ScaledTranslation(-step, lift, to_inches) if rows else ScaledTranslation(0, -step, to_inches)
+        label.set_transform(label.get_transform() + shift)
 
 
 def head_maps(fig: Figure, weights: np.ndarray, text: str) -> None:
     """Every head's attention on text: weights (n_layer, n_head, T, T), one row of panels per layer.
 
-    Queries on rows, keys on columns; characters label the left column's rows and the bottom row's columns. Each
+    Queries on rows, keys on columns; characters label the left column's rows and the bottom row's columns,
+    every other one stepped away from the map so that neighbours stand apart. Each
     column is titled by its head and each row by its layer (on the left), so the panels need no titles of their own
     and the grid fits HEAD_MAPS_FIGSIZE.
     """
@@ -70,9 +79,10 @@ def head_maps(fig: Figure, weights: np.ndarray, text: str) -> None:
         ax.tick_params(length=0, pad=2)
         if i == n_layer - 1:
             ax.set_xlabel("key")
+            _stagger_labels(ax, rows=False)
         if j == 0:
             ax.set_ylabel(f"layer {i}\nquery")
-            _lift_spaces(ax)
+            _stagger_labels(ax, rows=True)
     # under the grid, not beside it: the figure's width goes to the maps, whose columns each carry 17 characters
     fig.colorbar(im, ax=axes, label="attention weight (row sums to 1)", location="bottom", shrink=0.6, aspect=40)
 
