@@ -56,8 +56,9 @@ def mla_quality_plot(ax: Axes, ref: dict[str, np.ndarray]) -> None:
     ax.legend(loc="lower right", framealpha=1)
 
 
-def reach_plot(ax: Axes, reach: np.ndarray, pattern: Sequence[str], n: int):
-    """How far back the last token reaches after each layer (log scale); global layers marked. Returns the line."""
+def reach_plot(ax: Axes, reach: np.ndarray, n: int):
+    """How far back the last token reaches after each layer (log scale), against the whole sequence of n tokens.
+    Returns the line. reach: (layers,) tokens."""
     layers = np.arange(1, len(reach) + 1)
     (line,) = ax.plot(layers, np.maximum(reach, 1), "-", color="C0")
     ax.set_yscale("log")

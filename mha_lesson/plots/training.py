@@ -46,22 +46,6 @@ def sweep_panel(ax: Axes, hs: Sequence[int], accuracy: Mapping[int, np.ndarray],
     ax.legend(loc="lower center")
 
 
-def accuracy_curves(ax: Axes, steps: np.ndarray, runs: Mapping[str, np.ndarray], colours: Mapping[str, str]) -> None:
-    """Held-out both-right accuracy against training step: the mean over seeds, with their range shaded.
-
-    runs: label -> (seeds, checkpoints) accuracies at `steps`.
-    """
-    for label, acc in runs.items():
-        colour = colours[label]
-        ax.fill_between(steps, acc.min(axis=0), acc.max(axis=0), color=colour, alpha=0.15, lw=0)
-        ax.plot(steps, acc.mean(axis=0), "o-", ms=3, color=colour, label=label)
-    ax.set_ylim(-0.02, 1.05)
-    ax.set_xlim(0, steps[-1])
-    ax.set_xlabel("training step")
-    ax.set_ylabel("held out: both lookups right")
-    ax.legend(loc="lower right")
-
-
 def offset_grid(
     fig: Figure, masses: Mapping[str, np.ndarray], *, annotate_up_to: int = 8, ncols: int = 3
 ) -> list[Axes]:

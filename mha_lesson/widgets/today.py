@@ -171,7 +171,7 @@ class LocalGlobalExplorer(Explorer):
         data = local_global_view()
         top, bottom = fig.subfigures(2, 1, height_ratios=(1.4, 1))
         self.ax_reach, self.ax_kv = top.subplots(), bottom.subplots()
-        self.line = reach_plot(self.ax_reach, data["reach"], data["pattern"], CONTEXT)
+        self.line = reach_plot(self.ax_reach, data["reach"], CONTEXT)
         self.ax_reach.set_title(f"{GEMMA3_27B['layers']} layers, {CONTEXT:,} tokens: reach of the last token")
         names = list(data["kv_gib"])
         self.bars = self.ax_kv.barh(range(3), list(data["kv_gib"].values()), color=["0.5", "C1", "C2"])
