@@ -168,7 +168,7 @@ def _small_text(figures: list[dict]) -> list[str]:
     """Figures whose smallest text shows under MIN_LAPTOP_TEXT_PX once a laptop's output area scales them down."""
     small = []
     for fig in figures:
-        shown = fig["text_px"] * min(1.0, style.LAPTOP_OUTPUT_PX / fig["css_px"])
+        shown = style.scaled_px(fig["text_px"], fig["css_px"])
         if shown < style.MIN_LAPTOP_TEXT_PX:
             small.append(f"cell {fig['cell']}: {fig['text']!r} shows at {shown:.1f} px ({fig['css_px']:.0f} px wide)")
     return small

@@ -94,4 +94,10 @@ def shown_text_px(fig: Figure, pixel_ratio: float = 1.0, output_px: float = LAPT
     """The smallest text of fig in CSS pixels as an output area output_px wide shows it: a wider figure is scaled
     down to the area (never up), its text with it. With that text (see smallest_text_px)."""
     px, text = smallest_text_px(fig, pixel_ratio)
-    return px * min(1.0, output_px / css_width(fig, pixel_ratio)), text
+    return scaled_px(px, css_width(fig, pixel_ratio), output_px), text
+
+
+def scaled_px(px: float, width_px: float, output_px: float = LAPTOP_OUTPUT_PX) -> float:
+    """A length of px CSS pixels in an image width_px wide, as an output area output_px wide shows it: an image
+    wider than the area is scaled down to it (never up)."""
+    return px * min(1.0, output_px / width_px)

@@ -153,6 +153,15 @@ def encode_png(rgba: np.ndarray) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
 
 
+READOUT_LINE_PX = 28  # ipywidgets sets an HTML widget's lines 28 px apart
+
+
+def fixed_readout(lines: int) -> widgets.HTML:
+    """An HTML readout with room for `lines` lines: a readout that writes that many in every state keeps the
+    explorer's height, so no move makes the page jump."""
+    return widgets.HTML(layout=widgets.Layout(min_height=f"{lines * READOUT_LINE_PX}px"))
+
+
 def settle_layout(fig: Figure) -> None:
     """Run constrained layout once, then keep the axes where it put them.
 
@@ -218,7 +227,8 @@ class Explorer:
     `warm_controls` get the backgrounds `warm_reach` steps either way painted when the explorer is built (see `warm`).
 
     Sizes: figsize in inches at dpi CSS pixels per inch is the size on the page (at most a cell, about 950 CSS
-    pixels wide); text in points shows at points * dpi / 72 CSS pixels (9 or more: see mha_lesson.plots.style).
+    pixels wide, and at most plots.style.LAPTOP_OUTPUT_PX to read on a laptop); text in points shows at
+    points * dpi / 72 CSS pixels (9 or more: see mha_lesson.plots.style).
     """
 
     backgrounds_kept = 1  # cached backgrounds (keys) kept, the least recently used dropped first

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from ..demos.toy import HEAD_NAMES, TOKENS, toy_embeddings, toy_params
 from ..multihead import multi_head_attention, multi_head_attention_loop
 from ..projections import init_params
-from ._base import Explorer, check_start, divisors, fixed_margins
+from ._base import Explorer, check_start, divisors, fixed_margins, fixed_readout
 from .attention_maps import SOURCES
 
 D_MODEL, N = 64, 11  # random inputs: the toy's sizes, so both sources fill the same picture
@@ -113,8 +113,8 @@ class AblationExplorer(Explorer):
         }
         controls["off"].style.button_width = "4.5em"
         # READOUT_LINES short lines for every choice (they wrapped to a second line for a head, not for "none", and
-        # the page jumped 28 px), and room for them (ipywidgets sets an HTML widget's lines 28 px apart).
-        self.text = widgets.HTML(layout=widgets.Layout(min_height=f"{READOUT_LINES * 28}px"))
+        # the page jumped 28 px), and room for them.
+        self.text = fixed_readout(READOUT_LINES)
         self.layout_key: tuple | None = None
         super().__init__(controls, figsize=FIGSIZE, dpi=80)
         self.add_readout(self.text)

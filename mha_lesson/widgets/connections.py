@@ -20,7 +20,7 @@ from ..demos.toy import TOKENS
 from ..multihead import multi_head_attention
 from ..plots.attention import attention_heatmap
 from ..projections import init_params
-from ._base import Explorer, check_start, pin_axis_labels, settle_layout
+from ._base import Explorer, check_start, fixed_readout, pin_axis_labels, settle_layout
 
 # --- cross-attention: how the shapes follow n_q and n_kv ----------------------------------------------------
 
@@ -140,9 +140,8 @@ class CrossAttentionExplorer(Explorer):
             ),
             "causal": widgets.Checkbox(value=causal, description="causal mask"),
         }
-        # READOUT_LINES lines in every state (the shapes, then the rule or a warning), and room for them: the
-        # explorer keeps its height (ipywidgets sets an HTML widget's lines 28 px apart).
-        self.text = widgets.HTML(layout=widgets.Layout(min_height=f"{READOUT_LINES * 28}px"))
+        # READOUT_LINES lines in every state (the shapes, then the rule or a warning), and room for them.
+        self.text = fixed_readout(READOUT_LINES)
         super().__init__(controls, figsize=FIGSIZE, dpi=80)
         self.add_readout(self.text)
         # Self-attention has one sequence: n_kv follows n_q there, on a greyed-out slider. The learner's own

@@ -26,7 +26,7 @@ from ..plots.scaling import (
     set_variance,
     variance_axes,
 )
-from ._base import Explorer, check_start, pin_axis_labels, settle_layout
+from ._base import Explorer, check_start, fixed_readout, pin_axis_labels, settle_layout
 
 D_KS = tuple(2**i for i in range(11))  # 1 .. 1024
 MAX_N = 256
@@ -102,7 +102,7 @@ class ScalingExplorer(Explorer):
         }
         # READOUT_LINES short lines, each broken by hand so that none wraps even beside the file browser at 1024 px,
         # in a readout that tall: no move makes the page jump (three long lines wrapped to a fourth from d_k = 128).
-        self.text = widgets.HTML(layout=widgets.Layout(min_height=f"{READOUT_LINES * 28}px"))
+        self.text = fixed_readout(READOUT_LINES)
         self.settled = False
         # 584 x 736 CSS pixels: no wider than a laptop's output area (plots.style.LAPTOP_OUTPUT_PX), so its text at
         # 9 points shows 10 pixels tall there too.
