@@ -229,7 +229,8 @@ def test_lesson_07_and_09_cards_state_what_the_library_does():
 
 def test_the_core_of_lesson_7_shows_the_causal_map_and_the_rules_the_capstone_needs():
     """The newcomer review: a causally masked map in the core, masks combining with & and broadcasting to
-    (batch, h, n_q, n_kv) said in the core, cross-attention in the core; left-padding and the explorer optional."""
+    (batch, h, n_q, n_kv) said in the core, cross-attention (and its padding mask) in the core; left-padding and the
+    explorer optional."""
     from mha_lesson.aids import lessons as ls
 
     nb = ls.load(ls.NOTEBOOKS / "07_causal_mask.ipynb")
@@ -243,5 +244,8 @@ def test_the_core_of_lesson_7_shows_the_causal_map_and_the_rules_the_capstone_ne
     prose = text(core, "markdown")
     assert "combine with `&`" in prose and "(batch, $h$, $n_q$, $n_{kv}$)" in prose
     assert "## 3. Self-attention and cross-attention" in prose
+    # The capstone's stage 2 has a cross-attention case and a padded batch whose keys have another length.
+    assert "mha.multi_head_attention(x, x_kv, x_kv, params)" in text(core, "code")
+    assert "(batch, 1, 1, $n_{kv}$)" in prose
     assert "check_decoder_mask" in text(deeper, "code") and "cross_attention_explorer()" in text(deeper, "code")
     assert "check_decoder_mask" not in text(core, "code")
