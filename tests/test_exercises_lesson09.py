@@ -151,7 +151,7 @@ def test_no_transpose_at_all_is_not_blamed_on_k_t_alone():
     assert feedback.message.startswith("case 1 of") and "raised ValueError" in feedback.message
     assert "not transposed right" in feedback.message and "no transpose at all" in feedback.message
     one_head = ex.check_attention(attention(transpose="none"))  # 2-d: K.T works, so numpy's message is K's alone
-    assert one_head.message.startswith("case 1 of") and "the keys are not transposed:" in one_head.message
+    assert one_head.message.startswith("case 1 of") and "Cause: the keys are not transposed." in one_head.message
     assert "K.T" not in one_head.message
 
 
@@ -349,3 +349,35 @@ def test_the_notebook_solutions_and_its_worked_split_pass_the_checks():
     label, x, h = ex.SPLIT_CASES[0]
     heads = x.reshape(5, h, 4).swapaxes(0, 1)  # the worked example's two moves
     assert x.shape == (5, 8) and h == 2 and np.array_equal(heads, mha.split_heads(x, h))
+
+
+def test_a_wrong_value_is_reported_as_what_came_against_what_was_expected():
+    """One entry: the weights' worst one (its index names head, query and key), from an independent computation."""
+    case = ex.CASES[-1]  # query 2 sees no key
+    fn = solution(mask_mode="-1e9")
+    got = fn(case.q, case.k, case.v, case.params, case.mask)[1]
+    want = mha.multi_head_attention(case.q, case.k, case.v, case.params, case.mask)[1]
+    worst = np.unravel_index(np.abs(got - want).argmax(), got.shape)
+    assert worst[1] == 2 and want[worst] == 0  # the blind query, which should get nothing
+    index = ", ".join(str(int(i)) for i in worst)
+    message = ex.check_capstone(fn).message
+    assert f"weights[{index}] is {got[worst]:.3g}, expected 0. Cause: the masked scores are -1e9" in message
+    assert "Fix: np.where(mask, scores, -np.inf)" in message
+    only_output = ex.check_capstone(solution(v_from_k=True)).message  # the weights are right: the output is named
+    assert "output[" in only_output and "weights[" not in only_output
+    shape = ex.check_attention(lambda Q, K, V, mask=None: (Q, K)).message
+    assert "weights have shape (5, 4), expected (5, 5)" in shape
+
+
+def test_the_layers_check_tries_the_learners_split_and_merge_first():
+    reshape_split = solution(split_transpose=False)  # the layer with the same mistake, for the layer's own check
+
+    def bad_split(x, h):
+        return x.reshape(*x.shape[:-2], h, x.shape[-2], x.shape[-1] // h)
+
+    first = ex.check_capstone(reshape_split, bad_split, merge)
+    assert first.message.startswith("my_split and my_merge first: case 1 of 2") and "reshapes alone" in first.message
+    assert "split returned None" in ex.check_capstone(None, lambda x, h: None, merge).message
+    assert "merge returned None" in ex.check_capstone(None, split, lambda x: None).message
+    assert "Replace None" in ex.check_capstone(None, split, merge).message  # helpers right: now the layer
+    assert ex.check_capstone(solution(), split, merge).correct

@@ -1,14 +1,15 @@
 """The capstone checks of lesson 9: the learner's own multi-head attention against the library's, in two stages.
 
 check_attention(fn): stage 1, one head's scaled dot-product attention, fn(Q, K, V, mask) -> (out, weights), against
-mha.scaled_dot_product_attention on HEAD_CASES. check_capstone(fn): stage 2, the whole layer, fn(q, k, v, params,
-mask), with the learner's own split and merge of the heads (check_split_merge(split, merge) checks those alone,
-against mha.split_heads and mha.merge_heads, for a learner who asks), on CASES
-(simplest first: random shapes, one head and many, a causal mask, a padded batch, a batch with causal and padding
-masks, cross-attention alone and in a padded batch, a query that may see no key) against mha.multi_head_attention.
-Each names the first case that fails and, when the result equals that of a known mistake (the scale, the mask, a
--1e9 mask with a plain softmax or added as a bias, the head split, W^O, values from k, ...) or the error is numpy's
-answer to a wrong transpose of the keys (`K.T` on a stack of heads, no transpose, fixed axes on a batch), says which.
+mha.scaled_dot_product_attention on HEAD_CASES. check_capstone(fn, split, merge): stage 2, the whole layer,
+fn(q, k, v, params, mask), with the learner's own split and merge of the heads (checked first by
+check_split_merge(split, merge), against mha.split_heads and mha.merge_heads), on CASES (simplest first: random
+shapes, one head and many, a causal mask, a padded batch, a batch with causal and padding masks, cross-attention
+alone and in a padded batch, a query that may see no key) against mha.multi_head_attention.
+Each names the first case that fails and one entry that came out wrong against what was expected; when the result
+equals that of a known mistake (the scale, the mask, a -1e9 mask with a plain softmax or added as a bias, the head
+split, W^O, values from k, ...) or the error is numpy's answer to a wrong transpose of the keys (`K.T` on a stack of
+heads, no transpose, fixed axes on a batch), it says which ("Cause:") and what to change ("Fix:").
 """
 
 from __future__ import annotations
@@ -99,32 +100,34 @@ CASES = _cases()
 
 # --- known mistakes, written out so that a failing case can be explained -----------------------------------------
 MASK_AFTER = (
-    "the mask is applied after the softmax, so a row's allowed weights no longer sum to 1: set the masked scores to "
-    "-inf before the softmax."
+    "the mask is applied after the softmax, so a row's allowed weights no longer sum to 1. Fix: set the masked "
+    "scores to -inf before the softmax."
 )
+MINUS_INF_FIX = "Fix: np.where(mask, scores, -np.inf), then mha.softmax (it gives a row that is all -inf zero weights)."
 BIG_NEGATIVE = (
-    "the masked scores became a large negative number such as -1e9, not -inf. That works while a query sees some key, "
-    "but a query whose keys are all masked gets equal scores, and the softmax spreads its weight evenly over keys it "
-    "may not see. Use -inf with mha.softmax (a row that is all -inf gets zero weights), or zero such rows afterwards."
+    "the masked scores are -1e9, not -inf: this query sees no key, so its scores are all -1e9, equal, and the "
+    "softmax spreads its weight evenly over keys it may not see. " + MINUS_INF_FIX
 )
 BIG_NEGATIVE_ADDED = (
-    "the mask is added as a bias, scores + np.where(mask, 0, -1e9). That works while a query sees some key, but a "
-    "query whose keys are all masked has all its scores lowered alike, so it keeps the softmax of its unmasked scores "
-    "and attends to keys it may not see. Set masked scores to -inf with mha.softmax (a row that is all -inf gets "
-    "zero weights), or zero such rows afterwards."
+    "the mask is added as a bias, scores + np.where(mask, 0, -1e9). This query sees no key, so all its scores drop "
+    "alike: it keeps the softmax of its unmasked scores and attends to keys it may not see. " + MINUS_INF_FIX
+)
+NAN_ROW = (
+    "a query whose keys are all masked gets NaN weights (0 / 0 in a plain softmax). Fix: use mha.softmax, which "
+    "gives a row that is all -inf zero weights."
 )
 TRANSPOSE = (
-    "K.T reverses every axis, so a stack of heads (h, n, d_k) becomes (d_k, n, h) and the product fails (or, for some "
-    "shapes, pairs the wrong axes). Transpose only the last two axes: K.swapaxes(-1, -2)."
+    "K.T reverses every axis, so heads (h, n, d_k) become (d_k, n, h) and the product fails. Fix: transpose only the "
+    "last two axes, K.swapaxes(-1, -2)."
 )
 TRANSPOSE_OR_NONE = (
-    "the keys are not transposed right: use K.swapaxes(-1, -2) (K.T reverses every axis; no transpose at all gives "
-    "the same error)."
+    "the keys are not transposed right: K.T reverses every axis of the heads (h, n, d_k), and no transpose at all "
+    "gives the same error. Fix: K.swapaxes(-1, -2)."
 )
-NO_TRANSPOSE = "the keys are not transposed: the scores are Q @ K.swapaxes(-1, -2), one query row against each key."
+NO_TRANSPOSE = "the keys are not transposed. Fix: scores = Q @ K.swapaxes(-1, -2), one query row against each key."
 FIXED_AXES = (
-    "a transpose with fixed axes, such as K.transpose(0, 2, 1), fails on a batch, whose arrays have one axis more: "
-    "count from the end, K.swapaxes(-1, -2)."
+    "a transpose with fixed axes, such as K.transpose(0, 2, 1), fails on a batch, whose arrays have one axis more. "
+    "Fix: count from the end, K.swapaxes(-1, -2)."
 )
 
 
@@ -212,34 +215,47 @@ def _variant(
     return (concat @ p.w_o if w_o else concat), weights
 
 
+NO_SCALE = "the scores are not divided by √d_k. Fix: divide Q @ K.swapaxes(-1, -2) by np.sqrt(d_k)."
+FLIPPED = "the mask is read the wrong way round (True = may attend). Fix: np.where(mask, scores, -np.inf)."
+IGNORED = "the mask is never applied to the scores. " + MINUS_INF_FIX
+MASK_ZERO = "masked scores became 0, and exp(0) = 1. Fix: set them to -inf instead."
+SOFTMAX_AXIS = "the softmax runs over the queries. Fix: axis=-1, so each query's row (over the keys) sums to 1."
 MISTAKES: dict[str, tuple[dict, str]] = {
-    "no scale": ({"scale": "none"}, "the scores are not divided by √d_k."),
-    "√d_model": ({"scale": "d_model"}, "each head divides by √d_model; its dot products have d_k terms: use √d_k."),
-    "flipped mask": (
-        {"mask_mode": "flipped"},
-        "the mask is read the wrong way round: here True means the key may be attended to.",
+    "no scale": ({"scale": "none"}, NO_SCALE),
+    "√d_model": (
+        {"scale": "d_model"},
+        "each head divides by √d_model; its dot products have d_k terms. Fix: use √d_k.",
     ),
-    "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
-    "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
+    "flipped mask": ({"mask_mode": "flipped"}, FLIPPED),
+    "mask ignored": ({"mask_mode": "ignored"}, IGNORED),
+    "mask with 0": ({"mask_mode": "zero"}, MASK_ZERO),
     "mask after softmax": ({"mask_mode": "after"}, MASK_AFTER),
     "mask with -1e9": ({"mask_mode": "-1e9"}, BIG_NEGATIVE),
     "mask added as -1e9": ({"mask_mode": "+-1e9"}, BIG_NEGATIVE_ADDED),
-    "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
+    "softmax axis": ({"axis": -2}, SOFTMAX_AXIS),
     "reshape only": (
         {"split_transpose": False},
-        "the heads are split with a reshape alone: reshape to (..., n, h, d_k), then swap the n and h axes.",
+        "the heads are split with a reshape alone, which cuts the tokens into heads. Fix: reshape to "
+        "(..., n, h, d_k), then swap the n and h axes.",
     ),
     "reshape only, both ways": (
         {"split_transpose": False, "merge_transpose": False},
-        "the heads are split and merged with a reshape alone: a head must be a block of features, not of tokens.",
+        "the heads are split and merged with a reshape alone, which cuts the tokens into heads. Fix: in my_split "
+        "reshape to (..., n, h, d_k), then swap the n and h axes; in my_merge swap them back, then reshape.",
     ),
     "merge by reshape": (
         {"merge_transpose": False},
-        "the heads are merged with a reshape alone: swap the h and n axes back before merging them.",
+        "the heads are merged with a reshape alone. Fix: swap the h and n axes back, then reshape.",
     ),
-    "no W^O": ({"w_o": False}, "the concatenated heads are returned without the output projection W^O."),
-    "keys from q": ({"kv_from_q": True}, "keys and values must come from k and v, not from q."),
-    "values from k": ({"v_from_k": True}, "values must come from v, not from k."),
+    "no W^O": (
+        {"w_o": False},
+        "the concatenated heads are returned without the output projection W^O. Fix: my_merge(heads) @ params.w_o.",
+    ),
+    "keys from q": (
+        {"kv_from_q": True},
+        "keys and values must come from k and v, not from q. Fix: K from k @ params.w_k, V from v @ params.w_v.",
+    ),
+    "values from k": ({"v_from_k": True}, "values must come from v, not from k. Fix: V = my_split(v @ params.w_v, h)."),
 }
 
 
@@ -270,13 +286,13 @@ def _as_pair(result: object) -> tuple[np.ndarray, np.ndarray] | str:
 
 
 def _difference(name: str, got: np.ndarray, want: np.ndarray) -> str:
-    """One phrase on how two arrays differ: shape, NaN, or the largest difference and where."""
+    """What came against what was expected, at the worst index: a shape, a NaN, or a value."""
     if got.shape != want.shape:
-        return f"{name}: shape {got.shape}, expected {want.shape}"
-    if not np.isfinite(got).all():
-        return f"{name}: NaN or inf"
-    where = np.unravel_index(np.abs(got - want).argmax(), got.shape)
-    return f"{name}: off by up to {np.abs(got - want).max():.3g} (at index {tuple(int(i) for i in where)})"
+        return f"{name} have shape {got.shape}, expected {want.shape}"
+    bad = ~np.isfinite(got)
+    where = np.unravel_index(bad.argmax() if bad.any() else np.abs(got - want).argmax(), got.shape)
+    index = ", ".join(str(int(i)) for i in where)
+    return f"{name}[{index}] is {got[where]:.3g}, expected {want[where]:.3g}"
 
 
 def check_case(fn: Callable, case: Case) -> str | None:
@@ -288,8 +304,15 @@ def check_case(fn: Callable, case: Case) -> str | None:
     return _compare(fn, args, want, lambda got: diagnose(case, got), case.mask is not None, (Q, K))
 
 
-def check_capstone(fn: object) -> Feedback:
-    """The capstone: fn(q, k, v, params, mask) must match mha.multi_head_attention on every case of CASES."""
+def check_capstone(fn: object, split: object = None, merge: object = None) -> Feedback:
+    """The capstone: fn(q, k, v, params, mask) must match mha.multi_head_attention on every case of CASES.
+
+    split, merge: the learner's helpers, checked first (check_split_merge), so a wrong split is named as such.
+    """
+    if split is not None or merge is not None:
+        helpers = check_split_merge(split, merge)
+        if not helpers:
+            return wrong(f"my_split and my_merge first: {helpers.message}")
     if fn is None:
         return wrong("Replace None with your function, e.g. my_multi_head_attention (the name, without calling it).")
     if not callable(fn):
@@ -349,14 +372,14 @@ def _head_variant(case: HeadCase, *, scale: bool = True, mask_mode: str = "-inf"
 
 
 HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
-    "no scale": ({"scale": False}, "the scores are not divided by √d_k."),
-    "flipped mask": ({"mask_mode": "flipped"}, "the mask is read the wrong way round: True means may attend."),
-    "mask ignored": ({"mask_mode": "ignored"}, "the mask is never applied to the scores."),
-    "mask with 0": ({"mask_mode": "zero"}, "masked scores became 0, and exp(0) = 1: set them to -inf instead."),
+    "no scale": ({"scale": False}, NO_SCALE),
+    "flipped mask": ({"mask_mode": "flipped"}, FLIPPED),
+    "mask ignored": ({"mask_mode": "ignored"}, IGNORED),
+    "mask with 0": ({"mask_mode": "zero"}, MASK_ZERO),
     "mask after softmax": ({"mask_mode": "after"}, MASK_AFTER),
     "mask with -1e9": ({"mask_mode": "-1e9"}, BIG_NEGATIVE),
     "mask added as -1e9": ({"mask_mode": "+-1e9"}, BIG_NEGATIVE_ADDED),
-    "softmax axis": ({"axis": -2}, "the softmax runs over the queries; each query's row over the keys must sum to 1."),
+    "softmax axis": ({"axis": -2}, SOFTMAX_AXIS),
 }
 
 
@@ -377,18 +400,22 @@ def _compare(
             result = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
         hint = transpose_hint(*heads, str(exc)) if heads is not None and isinstance(exc, ValueError) else None
-        return f"it raised {type(exc).__name__}: {exc}." + (f" Likely: {hint}" if hint else "")
+        return f"it raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else "")
     got = _as_pair(result)
     if isinstance(got, str):
         return got
     if _matches(got, want):
         return None
-    names = ("output", "weights")
-    problems = [_difference(n, g, w) for n, g, w in zip(names, got, want, strict=True) if not _matches((g,), (w,))]
+    # the weights first: their index names the head, the query and the key
+    name, g, w = next(
+        (n, g, w)
+        for n, g, w in zip(("weights", "output"), got[::-1], want[::-1], strict=True)
+        if not _matches((g,), (w,))
+    )
     explanation = diagnose_fn(got)
     if explanation is None and masked and not np.isfinite(got[1]).all():
-        explanation = "a query whose keys are all masked gets NaN weights: give it zero weights, as mha.softmax does."
-    return "; ".join(problems) + (f". Likely: {explanation}" if explanation else ".")
+        explanation = NAN_ROW
+    return _difference(name, g, w) + (f". Cause: {explanation}" if explanation else ".")
 
 
 def check_attention(fn: object) -> Feedback:
@@ -438,7 +465,10 @@ def check_split_merge(split: object, merge: object) -> Feedback:
         where = f"case {i} of {len(SPLIT_CASES)}, {label}"
         want = split_heads(x, h)  # (..., h, n, d_k)
         try:
-            got = np.asarray(split(x.copy(), h), dtype=float)
+            result = split(x.copy(), h)
+            if result is None:
+                return wrong("split returned None: replace its return None with your code.")
+            got = np.asarray(result, dtype=float)
         except Exception as exc:  # the learner's code may fail in any way: report it
             return wrong(f"{where}: split raised {type(exc).__name__}: {exc}")
         if got.shape != want.shape:
@@ -446,17 +476,20 @@ def check_split_merge(split: object, merge: object) -> Feedback:
         if not np.array_equal(got, want):
             if np.array_equal(got, x.reshape(want.shape)):
                 return wrong(
-                    f"{where}: split reshapes alone, so head 0 holds whole rows of the first tokens. Reshape to "
-                    "(..., n, h, d_k), then swap the n and h axes."
+                    f"{where}: split reshapes alone, which cuts the tokens into heads (head 0 holds whole rows of the "
+                    "first tokens). Fix: reshape to (..., n, h, d_k), then swap the n and h axes."
                 )
-            return wrong(f"{where}: split has the right shape but head i must hold columns i·d_k to (i+1)·d_k.")
+            return wrong(f"{where}: split has the right shape, but head i must hold columns i·d_k to (i+1)·d_k.")
         try:
-            back = np.asarray(merge(want.copy()), dtype=float)
+            result = merge(want.copy())
+            if result is None:
+                return wrong("merge returned None: replace its return None with your code.")
+            back = np.asarray(result, dtype=float)
         except Exception as exc:  # the learner's code may fail in any way: report it
             return wrong(f"{where}: merge raised {type(exc).__name__}: {exc}")
         if not np.array_equal(back, merge_heads(want)):
             if back.shape == x.shape and np.array_equal(back, want.reshape(x.shape)):
-                return wrong(f"{where}: merge reshapes alone and mixes tokens: swap the h and n axes back first.")
+                return wrong(f"{where}: merge reshapes alone and mixes tokens. Fix: swap the h and n axes back first.")
             return wrong(f"{where}: merge gave shape {back.shape}; it must give x back, shape {x.shape}.")
     return right(
         "split gives head i columns i·d_k to (i+1)·d_k of every token, and merge lays them side by side again "
