@@ -59,17 +59,23 @@ def test_format_matrix_checks_label_counts(kwargs, match):
         wt.format_matrix(np.zeros((2, 2, 2)))
 
 
-def test_show_trace_prints_each_head_with_its_shape_and_numbers(example):
+def _head_numbers(text: str) -> list[np.ndarray]:
+    """The numbers of each head's block, from rows printed side by side: '[...]    [...]'."""
+    rows = [re.findall(r"\[(.*?)\]", line) for line in text.splitlines() if "[" in line]
+    return [np.array([[float(v) for v in NUMBER.findall(r[i])] for r in rows]) for i in range(len(rows[0]))]
+
+
+def test_show_trace_prints_every_head_side_by_side_with_its_shape_and_numbers(example):
     *_, trace = example
     for name in ("Q_i", "scores", "weights", "head_i"):
         text = _printed(wt.show_trace, trace, name, rows=TOKENS)
-        blocks = text.strip().split("\n\n")
-        assert len(blocks) == 2
-        for i, block in enumerate(blocks):
-            title = block.splitlines()[0]
-            label = f"{name[:-2]}_{i}" if name.endswith("_i") else f"{name}, head {i}"
-            assert title.startswith(f"{label}   shape {trace[name][i].shape}")
-            assert np.allclose(_matrix_numbers(block), trace[name][i], atol=5e-4)
+        lines = text.strip().splitlines()
+        assert lines[0].startswith(f"{name}   shape {trace[name][0].shape} per head")
+        labels = [f"{name[:-2]}_{i}" if name.endswith("_i") else f"head {i}" for i in range(2)]
+        assert re.split(r"\s{2,}", lines[1].strip()) == labels  # each head's title, in order
+        assert sum(line.startswith("fish") for line in lines) == 1  # row labels print once, on the left
+        for got, want in zip(_head_numbers(text), trace[name], strict=True):
+            assert np.allclose(got, want, atol=5e-4)
     text = _printed(wt.show_trace, trace, "output")
     assert text.startswith("output   shape (4, 8)")
     assert np.allclose(_matrix_numbers(text), trace["output"], atol=5e-4)
@@ -81,19 +87,32 @@ def test_show_trace_prints_each_head_with_its_shape_and_numbers(example):
 def test_each_heads_block_prints_under_its_column_names(example, name):
     """Q_0 ... V_1 and head_0, head_1 print with a header row naming head i's columns h{i}.0 ... h{i}.{d_k - 1}."""
     x, params, *_, trace = example
-    blocks = _printed(wt.show_trace, trace, name, rows=TOKENS).strip().split("\n\n")
-    for i, block in enumerate(blocks):
-        lines = block.splitlines()
-        assert lines[1].split() == [f"h{i}.{j}" for j in range(params.d_k)]  # the header, under the title
-        full = {"Q_i": x @ params.w_q, "K_i": x @ params.w_k, "V_i": x @ params.w_v}.get(name)
+    lines = _printed(wt.show_trace, trace, name, rows=TOKENS).strip().splitlines()
+    header = lines[2]  # under the shape line and the heads' titles
+    assert header.split() == [f"h{i}.{j}" for i in range(params.h) for j in range(params.d_k)]
+    full = {"Q_i": x @ params.w_q, "K_i": x @ params.w_k, "V_i": x @ params.w_v}.get(name)
+    for i, got in enumerate(_head_numbers("\n".join(lines))):
         want = full[:, i * params.d_k : (i + 1) * params.d_k] if full is not None else trace[name][i]
-        assert np.allclose(_matrix_numbers(block), want, atol=5e-4)  # the numbers under h{i}.j: column j of the block
-        # each number sits under its column's label (right-aligned, as format_matrix pads both)
-        for row in lines[2:]:
-            cells = [m.end() for m in re.finditer(r"-?\d+(?:\.\d+)?", row.split("[", 1)[1])]
-            heads = [m.end() for m in re.finditer(r"h\d\.\d", lines[1])]
-            offset = row.index("[") + 1
-            assert [offset + c for c in cells] == heads
+        assert np.allclose(got, want, atol=5e-4)  # the numbers under h{i}.j: column j of head i's block
+    # each number sits under its column's label (right-aligned, as format_matrix pads both)
+    heads = [m.end() for m in re.finditer(r"h\d\.\d", header)]
+    for row in lines[3:]:
+        cells = [m.end() for m in re.finditer(r"-?\d+\.?\d*", row.split("  ", 1)[1])]
+        offset = len(row.split("  ", 1)[0]) + 2
+        assert [offset + c for c in cells] == heads
+
+
+def test_side_by_side_puts_each_title_over_its_block_and_checks_its_input():
+    left, right = wt.format_matrix(np.eye(2), rows=["a", "b"]), wt.format_matrix(2 * np.eye(2))
+    assert wt.side_by_side([left, right], ["L", "R"], gap=2).splitlines() == [
+        "   L      R",  # each title over its block's "["
+        "a  [1 0]  [2 0]",
+        "b  [0 1]  [0 2]",
+    ]
+    with pytest.raises(ValueError, match="titles: expected 2"):
+        wt.side_by_side([left, right], ["L"])
+    with pytest.raises(ValueError, match="blocks: expected the same number of lines"):
+        wt.side_by_side([left, "[1]"], ["L", "R"])
 
 
 def test_show_heads_any_other_matrix_with_column_indices():
@@ -181,3 +200,12 @@ def test_the_lessons_rounding_example_differs_in_the_last_digit(example):
     w_cat = trace["weights"][0][1]
     assert round(w_cat[1], 3) + round(w_cat[3], 3) == pytest.approx(0.880)
     assert f"{w_cat[1] + w_cat[3]:.3f}" == "0.881" == wt.format_matrix(trace["head_i"][0][1]).strip("[]").split()[0]
+
+
+def test_k_is_x_v_is_the_word_features_twice_and_w_o_adds_the_heads_as_the_lesson_says(example):
+    # Section 1 prints only Q because K and V are nothing new; section 5 reads the output as the heads' sum and head 1.
+    x, params, out, _, trace = example
+    word = x[:, :4]  # features 0-3: noun, verb, det, animal
+    assert np.array_equal(x @ params.w_k, x) and np.array_equal(x @ params.w_v, np.hstack([word, word]))
+    head_0, head_1 = trace["head_i"]
+    assert np.allclose(out[:, :4], head_0 + head_1) and np.allclose(out[:, 4:], head_1)

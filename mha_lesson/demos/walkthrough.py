@@ -72,6 +72,23 @@ def head_columns(head: int, d_k: int) -> list[str]:
     return [f"h{head}.{j}" for j in range(d_k)]
 
 
+def side_by_side(blocks: Sequence[str], titles: Sequence[str], gap: int = 4) -> str:
+    """Multi-line texts of as many lines next to each other, each under its title (over its first "["), `gap`
+    spaces apart."""
+    if len(titles) != len(blocks):
+        raise ValueError(f"titles: expected {len(blocks)}, got {len(titles)}")
+    if len({len(b.splitlines()) for b in blocks}) > 1:
+        raise ValueError("blocks: expected the same number of lines in each")
+    columns = []
+    for block, title in zip(blocks, titles, strict=True):
+        lines = block.splitlines()
+        indent = max((line.index("[") for line in lines if "[" in line), default=0)
+        lines = [" " * indent + title, *lines]
+        width = max(len(line) for line in lines)
+        columns.append([line.ljust(width) for line in lines])
+    return "\n".join((" " * gap).join(parts).rstrip() for parts in zip(*columns, strict=True))
+
+
 def show_trace(
     trace: Mapping[str, object],
     name: str,
@@ -79,20 +96,27 @@ def show_trace(
     cols: Sequence[str] | None = None,
     note: str = "",
 ) -> None:
-    """Print one entry of multi_head_attention_loop's trace: every head's array for the per-head steps.
+    """Print one entry of multi_head_attention_loop's trace; the per-head steps print every head side by side.
 
     Without `cols`, a head's own block (Q_i, K_i, V_i, head_i) is headed by its columns' names h{i}.0, h{i}.1, ...
-    (the names of those columns in the whole Q, K, V); any other step by column index."""
+    (the names of those columns in the whole Q, K, V); any other step by column index. Row labels print once,
+    on the left."""
     if name not in trace:
         raise ValueError(f"name: expected one of {list(trace)}, got {name!r}")
     entry = trace[name]
-    if isinstance(entry, list):
-        for i, value in enumerate(entry):
-            block = name.endswith("_i")
-            header = head_columns(i, np.shape(value)[-1]) if cols is None and block else cols
-            show(f"{name.replace('_i', '')}_{i}" if block else f"{name}, head {i}", value, rows, header, note)
-    else:
+    if not isinstance(entry, list):
         show(name, entry, rows, cols, note)
+        return
+    block = name.endswith("_i")
+    texts, titles = [], []
+    for i, value in enumerate(entry):
+        width = np.atleast_2d(value).shape[-1]
+        header = cols if cols is not None else head_columns(i, width) if block else [str(j) for j in range(width)]
+        texts.append(format_matrix(value, rows if i == 0 else None, header))
+        titles.append(f"{name.replace('_i', '')}_{i}" if block else f"head {i}")
+    print(f"{name}   shape {np.shape(entry[0])} per head" + (f"   {note}" if note else ""))
+    print(side_by_side(texts, titles))
+    print()
 
 
 def dot_terms(a: np.ndarray, b: np.ndarray) -> str:
