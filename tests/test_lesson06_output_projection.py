@@ -1,4 +1,5 @@
-"""Lesson 6: the W^O block identity, ablation by without_heads, loop vs batched, and the ablation explorer."""
+"""Lesson 6: the W^O block identity, ablation by without_heads, loop vs batched, the ablation explorer and the block
+schematic."""
 
 import dataclasses
 import re
@@ -245,3 +246,41 @@ def test_no_text_overlaps_another_or_a_panel_and_all_stay_inside_the_figure(sour
             assert not any(box.overlaps(frame) for frame in frames), (off, name)
             for other, box2 in boxes[k + 1 :]:
                 assert not box.overlaps(box2), (off, name, other)
+
+
+# ---------------------------------------------------------------------------------------------- the block schematic
+@pytest.mark.parametrize(("h", "d_k", "n"), [(4, 4, 8), (2, 3, 5)])
+def test_block_schematic_colours_each_heads_columns_its_rows_of_w_o_and_its_full_width_term_alike(h, d_k, n):
+    """The schematic's claim, read back from what it draws: head i's block of the concatenation is d_k columns wide
+    and n tall, W^O_i is d_k rows of the full d_model width, head i's term is n x d_model, all in head i's colour."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    from mha_lesson.plots.output_projection import CELL, block_product, head_colour
+
+    ax = Figure().subplots()
+    block_product(ax, h=h, d_k=d_k, n=n)
+    d_model = h * d_k
+    filled = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_fill()]
+    assert len(filled) == 3 * h  # per head: its columns, its rows of W^O, its term
+    for i in range(h):
+        colour = to_rgba(head_colour(i))[:3]
+        sizes = sorted(
+            (round(p.get_width() / CELL), round(p.get_height() / CELL))
+            for p in filled
+            if p.get_facecolor()[:3] == pytest.approx(colour)
+        )
+        assert sizes == sorted([(d_k, n), (d_model, d_k), (d_model, n)]), i
+    texts = {t.get_text() for t in ax.texts}
+    assert {f"head$_{i}$" for i in range(h)} | {f"$W^O_{i}$" for i in range(h)} <= texts
+    assert any(f"{n} × {d_model}" in t for t in texts)
+
+
+def test_block_schematic_refuses_a_bad_size_naming_it():
+    from matplotlib.figure import Figure
+
+    from mha_lesson.plots.output_projection import block_product
+
+    with pytest.raises(ValueError, match="^d_k: expected"):
+        block_product(Figure().subplots(), h=4, d_k=0, n=8)
