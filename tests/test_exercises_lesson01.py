@@ -48,6 +48,31 @@ def test_sentence_heads_fewest_is_the_busiest_query_counted_by_hand():
     assert all(set(keys) <= set(ex.SENTENCE) for keys in ex.SENTENCE_NEEDS.values())
 
 
+def test_head_count_right_answer_is_the_busiest_query_counted_by_hand():
+    # By hand: "gave" needs three keys at once (Sara, book, brother), so 3 heads.
+    assert ex.check_head_count(3) and ex.check_head_count(3.0)
+    assert "busiest query" in ex.check_head_count(3).message
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        (1, "hands over a blend"),  # one head for everything
+        (2, "'gave' gets 2 rows of weights for its 3 keys"),
+        (7, "7 is one head per lookup"),  # counted the lookups: 3 + 1 + 1 + 1 + 1
+        (5, "5 is one head per query"),  # counted the queries
+        (4, "enough, but not the fewest"),
+        (0, "at least one head"),
+        (None, "Replace None with a whole number of heads"),
+        (2.5, "Expected a whole number"),
+        ("3", "got str"),
+    ],
+)
+def test_head_count_typical_wrong_answers_get_their_hint(answer, fragment):
+    feedback = ex.check_head_count(answer)
+    assert not feedback and fragment in feedback.message
+
+
 def test_sentence_heads_right_answers_pass():
     assert ex.check_sentence_heads(SENTENCE_ANSWER)
     assert ex.check_sentence_heads(tuple(reversed(SENTENCE_ANSWER)))  # heads in any order

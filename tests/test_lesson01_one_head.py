@@ -202,6 +202,9 @@ def test_sentence_weights_are_convex_rows_with_the_lookups_sharp():
     blend = rows["one head"] @ values
     assert max(oh.cosine(blend, values[it]), oh.cosine(blend, values[too])) < 0.8
     assert oh.cosine(rows["head 0"] @ values, values[it]) > 0.99
+    # The notebook's aside: equal weights, yet the blend points closer to the longer value, v_too.
+    assert np.linalg.norm(values[too]) > np.linalg.norm(values[it])
+    assert oh.cosine(blend, values[too]) > oh.cosine(blend, values[it])
 
 
 # --- bad input ---------------------------------------------------------------------------------------------------

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..demos.one_head import best_single_head, binding_task, fit_heads
-from ._base import Feedback, as_label_set, as_number, right, wrong
+from ._base import Feedback, as_label_set, as_number, as_whole_number, right, wrong
 
 
 def check_same_map(answer: object) -> Feedback:
-    """Exercise 1: (R^2, alpha) of the best single head when B = A."""
+    """Optional exercise: (R^2, alpha) of the best single head when B = A."""
     if answer is None:
         return wrong("Replace None with a pair (R², α), e.g. (0.7, 0.25).")
     if isinstance(answer, str) or not hasattr(answer, "__len__") or len(answer) != 2:  # type: ignore[arg-type]
@@ -34,7 +34,7 @@ def check_same_map(answer: object) -> Feedback:
     )
 
 
-# Exercise 2: a new sentence, and the lookups one layer needs (query -> every key it needs at the same time).
+# Exercise 1: a new sentence, and the lookups one layer needs (query -> every key it needs at the same time).
 SENTENCE = "Sara gave her brother the old book because he asked".split()
 SENTENCE_NEEDS = {
     "gave": ("Sara", "book", "brother"),  # who gave, what, to whom
@@ -50,8 +50,42 @@ def fewest_heads(needs: dict[str, tuple[str, ...]] = SENTENCE_NEEDS) -> int:
     return max(len(keys) for keys in needs.values())
 
 
+def check_head_count(answer: object) -> Feedback:
+    """Exercise 1 (core): the fewest heads one layer needs for SENTENCE_NEEDS, a whole number."""
+    count = as_whole_number(answer, "a whole number of heads, e.g. 2")
+    if isinstance(count, Feedback):
+        return count
+    best = fewest_heads()
+    lookups, queries = sum(len(keys) for keys in SENTENCE_NEEDS.values()), len(SENTENCE_NEEDS)
+    busiest = max(SENTENCE_NEEDS, key=lambda q: len(SENTENCE_NEEDS[q]))
+    if count < 1:
+        return wrong("A layer needs at least one head.")
+    if count < best:
+        return wrong(
+            f"With {count} head{'s' * (count > 1)}, {busiest!r} gets {count} row{'s' * (count > 1)} of weights for "
+            f"its {best} keys: at least one row hands over a blend. Each key a query needs at the same time needs a "
+            "head of its own."
+        )
+    if count == lookups:
+        return wrong(
+            f"{lookups} is one head per lookup: enough, but lookups of different queries can share a head, since "
+            "each query has its own row of weights. How few will do?"
+        )
+    if count == queries:
+        return wrong(
+            f"{queries} is one head per query: but one head already serves every query, each in its own row. What "
+            "limits a head is one query needing several keys at once."
+        )
+    if count > best:
+        return wrong(f"{count} heads are enough, but not the fewest: which query needs the most keys at once?")
+    return right(
+        f"{busiest!r} needs {best} values at once (who, what, to whom), so {best} heads; the other queries need one "
+        "key each and share them. The busiest query sets the number of heads, not the number of lookups."
+    )
+
+
 def check_sentence_heads(heads: object) -> Feedback:
-    """Exercise 2: a list of heads, each a dict {query: key}, covering SENTENCE_NEEDS with as few heads as possible."""
+    """Optional exercise: a list of heads, each a dict {query: key}, covering SENTENCE_NEEDS with fewest heads."""
     what = 'a list of dicts, one per head, e.g. [{"her": "Sara", "gave": "book"}, {"gave": "Sara"}]'
     if heads is None:
         return wrong(f"Replace None with {what}.")
@@ -94,7 +128,7 @@ DIP_OPTIONS = {
 
 
 def check_dip(answer: object) -> Feedback:
-    """Exercise 3: why two heads fall back to one head's R^2 at alpha = 0.5 (one letter of DIP_OPTIONS)."""
+    """Optional exercise: why two heads fall back to one head's R^2 at alpha = 0.5 (one letter of DIP_OPTIONS)."""
     chosen = as_label_set(answer, tuple(DIP_OPTIONS), "one letter, e.g. 'a'")
     if isinstance(chosen, Feedback):
         return chosen
