@@ -8,15 +8,9 @@ from mha_lesson.exercises import lesson02 as ex
 
 NAIVE_PARAMS = 4 * 12 * 768**2  # each head three 768x768 matrices, W^O of (12*768, 768)
 
-# Exercise 2 by hand, from the shapes (d_model = 512, n = 128, h = 8 -> 16): the matrices are re-sliced, the
-# products keep h*d_k = d_model, every head keeps its own n x n map, d_k = d_model / h.
-DOUBLING_H = {
-    "parameters": "same",
-    "attention flops": "same",
-    "softmax flops": "double",
-    "weight memory": "double",
-    "d_k": "half",
-}
+# Exercise 1 by hand, from the shapes (d_model = 512, n = 128, h = 8 -> 16): d_k = d_model / h, the products keep
+# h*d_k = d_model, every head keeps its own n x n map.
+DOUBLING_H = {"d_k": "half", "attention flops": "same", "weight memory": "double"}
 
 
 def test_naive_params():
@@ -36,9 +30,9 @@ def test_naive_params():
 def test_doubling_h_matches_the_cost_model_and_the_hand_count():
     assert ex.predicted_changes() == DOUBLING_H
     before, after = ex.layer_costs(512, 8, 128), ex.layer_costs(512, 16, 128)
-    assert after["parameters"] == before["parameters"] == 4 * 512**2
-    assert after["softmax flops"] == 2 * before["softmax flops"] == 5 * 16 * 128**2
-    assert after["weight memory"] == 16 * 128 * 128 * 4
+    assert after["d_k"] == before["d_k"] / 2 == 32
+    assert after["attention flops"] == before["attention flops"] == 16 * 2 * (2 * 128 * 128 * 32)
+    assert after["weight memory"] == 2 * before["weight memory"] == 16 * 128 * 128 * 4
     assert ex.check_doubling_h(DOUBLING_H).correct
     # Words are read loosely: case and spacing do not matter, keys neither.
     assert ex.check_doubling_h({k.upper(): f" {v.upper()} " for k, v in DOUBLING_H.items()}).correct
@@ -47,9 +41,7 @@ def test_doubling_h_matches_the_cost_model_and_the_hand_count():
 @pytest.mark.parametrize(
     ("key", "value", "hint"),
     [
-        ("parameters", "double", "change shape"),
         ("attention flops", "double", "h·d_k"),
-        ("softmax flops", "same", "How many n × n weight maps"),
         ("weight memory", "same", "whatever its width"),
         ("d_k", "double", "d_k = d_model / h"),
     ],
@@ -57,24 +49,30 @@ def test_doubling_h_matches_the_cost_model_and_the_hand_count():
 def test_doubling_h_hints_name_the_first_wrong_quantity(key, value, hint):
     feedback = ex.check_doubling_h(DOUBLING_H | {key: value})
     assert not feedback.correct and f"'{key}'" in feedback.message and hint in feedback.message
-    assert "1 of 5" in feedback.message
+    assert "1 of 3" in feedback.message
 
 
 def test_doubling_h_with_three_wrong_items_names_each_with_its_hint():
-    answer = DOUBLING_H | {"parameters": "double", "softmax flops": "same", "d_k": "double"}
+    answer = {"d_k": "double", "attention flops": "half", "weight memory": "same"}
     feedback = ex.check_doubling_h(answer)
-    assert not feedback.correct and "3 of 5" in feedback.message
-    for key in ("parameters", "softmax flops", "d_k"):
+    assert not feedback.correct and "3 of 3" in feedback.message
+    for key in ("d_k", "attention flops", "weight memory"):
         assert f"'{key}': {ex.EXERCISE_2_HINTS[key]}" in feedback.message
-    assert "'attention flops'" not in feedback.message and "'weight memory'" not in feedback.message
+
+
+def test_doubling_h_with_two_wrong_items_names_only_those():
+    feedback = ex.check_doubling_h(DOUBLING_H | {"d_k": "same", "weight memory": "half"})
+    assert not feedback.correct and "2 of 3" in feedback.message
+    assert "'d_k'" in feedback.message and "'weight memory'" in feedback.message
+    assert "'attention flops'" not in feedback.message
 
 
 @pytest.mark.parametrize(
     ("answer", "fragment"),
     [
         (None, "Replace None with a dict"),
-        (["same"] * 5, "got list"),
-        ({"parameters": "same"}, "missing ['attention flops'"),
+        (["same"] * 3, "got list"),
+        ({"d_k": "half"}, "missing ['attention flops'"),
         (DOUBLING_H | {"heads": "double"}, "unexpected ['heads']"),
         (DOUBLING_H | {"d_k": "quarter"}, "got ['quarter']"),
     ],

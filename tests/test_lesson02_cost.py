@@ -336,3 +336,23 @@ def test_every_panel_has_a_title_and_labelled_axes():
     e = cost_explorer()
     for ax in e.figure.axes:
         assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_the_total_bars_draw_each_designs_total_and_its_multiple_of_one_head():
+    import matplotlib.pyplot as plt
+
+    from mha_lesson.plots.cost import total_bars
+
+    n, d, h = 128, 512, 8
+    flops = {
+        name: flop_count(n, n, d, g, s)
+        for name, (g, s) in {"one": (1, True), "split": (h, True), "naive": (h, False)}.items()
+    }
+    fig, ax = plt.subplots()
+    bars = total_bars(ax, flops)
+    # By hand: naive heads are h times one head in every part; split heads add only (h - 1) * 5 n^2 softmax FLOPs.
+    one = flops["one"]["total"]
+    assert [r.get_height() * 1e6 for r in bars.patches] == pytest.approx([one, one + (h - 1) * 5 * n * n, h * one])
+    assert [t.get_text() for t in ax.texts] == ["1 × one head", "1.002 × one head", "8 × one head"]
+    assert ax.get_ylabel() and ax.get_xlabel()
+    plt.close(fig)

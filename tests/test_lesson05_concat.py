@@ -121,3 +121,13 @@ def test_per_head_maps_keep_what_the_raw_sum_cancels():
     w_o[4:] = w_o[:4]  # W^O_1 = W^O_0: the learned map itself adds the two heads
     same = mha.multi_head_attention(x, x, x, dataclasses.replace(pc, w_o=w_o))[0]
     assert np.abs(same).max() < 1e-12
+
+
+@given(SIZES, st.integers(1, 9), st.integers(0, 100))
+def test_section_1s_swap_and_reshape_lays_the_heads_side_by_side(size, n, seed):
+    """The notebook's two steps by hand: (h, n, d_v) -> (n, h, d_v) -> (n, h*d_v), against np.concatenate."""
+    d_model, h = size
+    heads = trace_of(d_model, h, n, seed)["head_i"]
+    merged = np.stack(heads).swapaxes(0, 1).reshape(n, d_model)
+    np.testing.assert_array_equal(merged, np.concatenate(heads, axis=1))
+    np.testing.assert_array_equal(merged, mha.merge_heads(np.stack(heads)))

@@ -8,7 +8,7 @@ from ._base import Feedback, as_choices, as_number, right, wrong
 
 # Exercise 1: the layer before the change (d_model, h, n), and the new number of heads.
 D_MODEL, H, N, NEW_H = 512, 8, 128, 16
-QUANTITIES = ("parameters", "attention flops", "softmax flops", "weight memory", "d_k")
+QUANTITIES = ("d_k", "attention flops", "weight memory")
 CHANGES = ("same", "double", "half")
 # Exercise 2 (diagnose): a layer whose FLOP count the learner reads; h and the design are for them to find.
 MYSTERY_D_MODEL, MYSTERY_N, MYSTERY_H, MYSTERY_SPLIT = 256, 64, 4, False
@@ -32,14 +32,12 @@ def check_naive_params(answer: object) -> Feedback:
 
 
 def layer_costs(d_model: int, h: int, n: int) -> dict[str, float]:
-    """The five quantities of exercise 1 for split heads: parameters, FLOPs, weight bytes, d_k."""
+    """The three quantities of exercise 1 for split heads: d_k, the scores' and weighted sum's FLOPs, weight bytes."""
     f = flop_count(n, n, d_model, h)
     return {
-        "parameters": param_count(d_model, h),
-        "attention flops": f["scores"] + f["weighted_sum"],
-        "softmax flops": f["softmax"],
-        "weight memory": attention_memory_bytes(n, n, h),
         "d_k": d_model // h,
+        "attention flops": f["scores"] + f["weighted_sum"],
+        "weight memory": attention_memory_bytes(n, n, h),
     }
 
 
@@ -51,16 +49,14 @@ def predicted_changes() -> dict[str, str]:
 
 
 EXERCISE_2_HINTS = {
-    "parameters": "Do W^Q, W^K, W^V and W^O change shape when they are cut into more, narrower blocks?",
-    "attention flops": "Each head's two products cost 2·n²·d_k each. What happens to h·d_k?",
-    "softmax flops": "The softmax runs once per attention weight. How many n × n weight maps are there?",
-    "weight memory": "Each head stores one n × n map whatever its width. How many heads store one?",
     "d_k": "d_k = d_model / h, and only h changes.",
+    "attention flops": "Each head's two products cost 2·n²·d_k each. What happens to h·d_k?",
+    "weight memory": "Each head stores one n × n map whatever its width. How many heads store one?",
 }
 
 
 def check_doubling_h(answer: object) -> Feedback:
-    """Exercise 1: predict how five costs of split heads change when h goes from 8 to 16 (d_model, n fixed)."""
+    """Exercise 1: predict how three costs of split heads change when h goes from 8 to 16 (d_model, n fixed)."""
     what = f"a dict mapping each of {', '.join(map(repr, QUANTITIES))} to 'same', 'double' or 'half'"
     chosen = as_choices(answer, QUANTITIES, CHANGES, what)
     if isinstance(chosen, Feedback):
@@ -69,8 +65,8 @@ def check_doubling_h(answer: object) -> Feedback:
     wrong_keys = [q for q in QUANTITIES if chosen[q] != truth[q]]
     if not wrong_keys:
         return right(
-            "more heads re-slice the same matrices, so parameters and matrix-product FLOPs stay; every head keeps its "
-            "own n × n map, so the softmax and the weights' memory grow with h. That is why split heads are cheap, "
+            "narrower heads re-slice the same matrices, so the matrix-product FLOPs stay; every head keeps its own "
+            "n × n map, so the weights' memory (and the softmax) grow with h. That is why split heads are cheap, "
             "but not free."
         )
     hints = " ".join(f"'{q}': {EXERCISE_2_HINTS[q]}" for q in wrong_keys)  # every wrong item, not only the first

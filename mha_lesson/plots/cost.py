@@ -1,4 +1,4 @@
-"""Cost charts for lesson 2: FLOPs by part for three designs, and counts as the number of heads h varies."""
+"""Cost charts for lesson 2: total and per-part FLOPs of three designs, and counts as the number of heads h varies."""
 
 from __future__ import annotations
 
@@ -132,3 +132,15 @@ def set_sweep(
     for name, line in lines.items():
         line.set_data(hs, ys[name])
     marker.set_xdata([h, h])
+
+
+def total_bars(ax: Axes, flops: Mapping[str, Mapping[str, int]]) -> BarContainer:
+    """One bar per design of the layer's total FLOPs (linear axis), each labelled with its multiple of one head's."""
+    totals = [flops[design]["total"] for design in DESIGNS]
+    labels = [label.replace(", ", "\n") for label, _ in DESIGNS.values()]
+    bars = ax.bar(labels, [t / 1e6 for t in totals], color=[colour for _, colour in DESIGNS.values()])
+    ax.bar_label(bars, [f"{t / totals[0]:.4g} × one head" for t in totals], fontsize=9)
+    ax.margins(y=0.12)  # room for the tallest bar's label
+    ax.set_xlabel("design")
+    ax.set_ylabel("FLOPs per forward pass (millions)")
+    return bars
