@@ -414,5 +414,6 @@ def test_the_review_counts_the_softmax_as_lesson_10_does_and_quizzes_one_part():
 
 def test_lesson_4_cites_the_transformer_papers_footnote_for_the_variance_argument():
     nb = ls.load(ls.NOTEBOOKS / "04_scaled_dot_product_attention.ipynb")
-    cell = next(ls.cell_text(c) for c in nb["cells"] if ls.cell_text(c).startswith("## 5. Why divide by"))
+    section = ls.section_cells(nb, "4. Sharp rows, and why divide by √d_k")  # the core section with the argument
+    cell = next(ls.cell_text(c) for c in section if r"\mathrm{Var}(q \cdot k) = d_k" in ls.cell_text(c))
     assert r"\mathrm{Var}(q \cdot k) = d_k" in cell and "section 3.2.1, footnote 4" in cell

@@ -8,6 +8,38 @@ from mha_lesson.exercises import Feedback
 from mha_lesson.exercises import lesson04 as ex
 
 
+def test_scale_fix():
+    # independent: the same kind of head, 64 queries x 32 keys of d_k = 1024 / 4 unit-variance components
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((64, 1024))[:, :256], rng.standard_normal((32, 1024))[:, :256]
+    raw = q @ k.T
+
+    def largest(divisor):
+        z = raw / divisor
+        p = np.exp(z - z.max(axis=1, keepdims=True))
+        return (p / p.sum(axis=1, keepdims=True)).max(axis=1).mean()
+
+    assert largest(1) > 0.9 and largest(256) < 0.05  # the bug saturates; dividing by d_k is nearly uniform (1/32)
+    assert (raw / 16).var() == pytest.approx(1, abs=0.1)
+    assert ex.check_scale_fix(16) and ex.check_scale_fix(np.sqrt(256)) and ex.check_scale_fix(np.float32(16))
+    assert f"{largest(16):.2f}" in ex.check_scale_fix(16).message  # the check reports the rows it measured
+    hints = {
+        1: "no scale at all",
+        256: "Too soft",
+        1024: "d_model",
+        32: "d_model",
+        8: "still too sharp",
+        64: "too soft",
+    }
+    for wrong, hint in hints.items():
+        result = ex.check_scale_fix(wrong)
+        assert not result and hint in result.message and "16" not in result.message.replace("0.16", "")
+        assert f"{largest(wrong):.2f}" in result.message
+    for bad in (0, -16):
+        assert "positive" in ex.check_scale_fix(bad).message
+    assert "Replace None" in ex.check_scale_fix(None).message
+
+
 def test_score_variance():
     assert ex.check_score_variance(64 * 2 * 3)
     assert ex.check_score_variance(384.0)
@@ -90,7 +122,14 @@ def test_score_variance_accepts_numpy_numbers():
 
 
 @pytest.mark.parametrize(
-    "check", [ex.check_score_variance, ex.check_half_gain, ex.check_next_token_shift, ex.check_causal_duplicate]
+    "check",
+    [
+        ex.check_scale_fix,
+        ex.check_score_variance,
+        ex.check_half_gain,
+        ex.check_next_token_shift,
+        ex.check_causal_duplicate,
+    ],
 )
 def test_none_gets_a_friendly_hint(check):
     assert "Replace None" in check(None).message

@@ -7,21 +7,57 @@ import math
 import numpy as np
 
 from ..attention import softmax
+from ..demos.scaling import row_stats
 from ..demos.toy import MAX_LEN, PREVIOUS, SHARP, TOKENS, toy_embeddings, toy_params, toy_weights
 from ..multihead import multi_head_attention
+from ..widgets.scaling import scaling_stats
 from ..widgets.sharpness import MAX_GAIN, toy_scaled_scores
 from ._base import Feedback, as_number, as_whole_number, right, wrong
 
-# Exercise 1: q has variance VAR_Q per component, k has VAR_K, d_k = D_K.
+# Exercise 1: a colleague's layer (d_model = FIX_D_MODEL, h = FIX_H heads) forgot the scale; FIX_N random keys.
+FIX_D_MODEL, FIX_H, FIX_N = 1024, 4, 32
+# Extra exercise C: q has variance VAR_Q per component, k has VAR_K, d_k = D_K.
 D_K, VAR_Q, VAR_K = 64, 2.0, 3.0
-# Extra exercise B: the query position asked about (the second "the").
+# Extra exercise D: the query position asked about (the second "the").
 DUPLICATE_QUERY = 3
-# Exercise 2: the previous-token head's query 5 scores key 4 at SHARP * g and the other keys at 0.
+# Extra exercise B: the previous-token head's query 5 scores key 4 at SHARP * g and the other keys at 0.
 HALF_QUERY, HALF_TOLERANCE = 5, 0.005
 
 
+def check_scale_fix(divisor: object) -> Feedback:
+    """Exercise 1: the number a head of d_model / h = 256 columns must divide its scores by to start unsaturated."""
+    value = as_number(divisor, "the number to divide the scores by")
+    if isinstance(value, Feedback):
+        return value
+    if value <= 0:
+        return wrong("Dividing by zero or a negative number is no scale: the divisor must be positive.")
+    d_k = FIX_D_MODEL // FIX_H
+    raw = scaling_stats(d_k=d_k, n=FIX_N, seed=0)["raw"]  # (queries, FIX_N): unit-variance q.k at this width
+    entropy, top = row_stats(raw / value)
+    seen = (
+        f"Divided by {value:g}, the rows have mean entropy {entropy:.2f} nats and largest weight {top:.2f} "
+        f"(uniform: ln {FIX_N} = {math.log(FIX_N):.2f} nats, 1/{FIX_N} = {1 / FIX_N:.2f})."
+    )
+    if math.isclose(value, math.sqrt(d_k), rel_tol=1e-9):
+        return right(
+            f"{seen} Each head's score sums d_k = {FIX_D_MODEL} / {FIX_H} = {d_k} products, so its variance is {d_k} "
+            f"and its spread √{d_k}; dividing by it gives a head of any width scores of variance 1."
+        )
+    if math.isclose(value, 1.0, rel_tol=1e-9):
+        return wrong(f"{seen} That is the colleague's bug: no scale at all, so the rows stay nearly one-hot.")
+    if math.isclose(value, FIX_D_MODEL, rel_tol=1e-9) or math.isclose(value, math.sqrt(FIX_D_MODEL), rel_tol=1e-9):
+        return wrong(f"{seen} That uses d_model, the whole layer's width: one head's score sums only d_k products.")
+    if math.isclose(value, d_k, rel_tol=1e-9):
+        return wrong(
+            f"{seen} Too soft: dividing by d_k shrinks the variance d_k to 1/d_k. The variance grows like d_k, so the "
+            "spread (its square root) grows like what?"
+        )
+    side = "still too sharp" if value < math.sqrt(d_k) else "too soft, close to uniform"
+    return wrong(f"{seen} That is {side}. What is d_k here, and how does the spread of q·k grow with it?")
+
+
 def check_score_variance(answer: object) -> Feedback:
-    """Exercise 1: Var(q.k) for d_k = 64 independent components, Var(q_j) = 2, Var(k_j) = 3, all mean 0."""
+    """Extra exercise C: Var(q.k) for d_k = 64 independent components, Var(q_j) = 2, Var(k_j) = 3, all mean 0."""
     value = as_number(answer, "the variance of q·k")
     if isinstance(value, Feedback):
         return value
@@ -67,7 +103,7 @@ def check_next_token_shift(shift: object) -> Feedback:
 
 
 def check_causal_duplicate(answer: object) -> Feedback:
-    """Extra exercise B: with a causal mask, which key gets most of the duplicate-token head's weight from query 3?"""
+    """Extra exercise D: with a causal mask, which key gets most of the duplicate-token head's weight from query 3?"""
     position = as_whole_number(answer, "a key position, an integer from 0 to 10")
     if isinstance(position, Feedback):
         return position
@@ -88,7 +124,7 @@ def check_causal_duplicate(answer: object) -> Feedback:
 
 
 def check_half_gain(answer: object) -> Feedback:
-    """Exercise 2: the gain g at which the previous-token head's query 5 puts exactly half its weight on key 4."""
+    """Extra exercise B: the gain g at which the previous-token head's query 5 puts exactly half its weight on key 4."""
     gain = as_number(answer, "a gain g")
     if isinstance(gain, Feedback):
         return gain
