@@ -33,6 +33,18 @@ def test_every_notebook_in_the_folder_is_a_planned_lesson():
     assert list(cm.LESSONS) == sorted(cm.LESSONS), "LESSONS must be in reading (file name) order"
 
 
+def test_every_lesson_is_named_by_its_own_heading():
+    # The map's table and the flashcards' headings name a lesson as its notebook does (a reader met "Concatenating
+    # the heads" in the table beside a lesson called "Concatenate the heads").
+    from mha_lesson.aids import lessons as ls
+
+    for path in ls.lesson_paths(cm.NOTEBOOKS):
+        heading = ls.title_of(ls.load(path))
+        assert cm.LESSONS[path.stem] == heading, (
+            f"{path.stem}: LESSONS says {cm.LESSONS[path.stem]!r}, heading {heading!r}"
+        )
+
+
 def test_the_map_covers_every_teaching_lesson_and_the_listed_connections():
     covered = {n.lesson for n in cm.NODES}
     # The capstone is practice, not a new concept: the map's "multi-head attention" box is what it asks for.
@@ -90,7 +102,7 @@ def test_markdown_table_has_one_row_per_node_with_three_cells():
     for row in rows:
         cells = re.split(r"(?<!\\)\|", row)[1:-1]  # an escaped \| stays inside its cell
         assert len(cells) == 3, row
-    assert "[05 Concatenating the heads](05_concatenate_heads.ipynb)" in cm.markdown_table()
+    assert "[05 Concatenate the heads](05_concatenate_heads.ipynb)" in cm.markdown_table()
 
 
 def test_figure_has_a_box_per_node_naming_its_lesson_and_a_label_per_edge(fig):

@@ -21,17 +21,17 @@ NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 LESSONS: dict[str, str] = {
     "00_start_here": "Start here",
     "01_one_head_is_not_enough": "One head is not enough",
-    "02_why_split_heads": "Why split into heads?",
+    "02_why_split_heads": "Why split into heads? Reducing the dimension per head",
     "03_projections": "Projecting into head subspaces",
-    "04_scaled_dot_product_attention": "Scaled dot-product attention in each head",
-    "05_concatenate_heads": "Concatenating the heads",
+    "04_scaled_dot_product_attention": "Scaled dot-product attention, one head at a time",
+    "05_concatenate_heads": "Concatenate the heads",
     "06_output_projection": "The output projection $W^O$",
     "07_causal_mask": "The causal mask, padding and cross-attention",
-    "08_forward_pass_by_hand": "A forward pass by hand",
+    "08_forward_pass_by_hand": "A complete forward pass, by hand",
     "09_capstone": "Capstone: write multi-head attention",
     "10_parameters_and_complexity": "Parameters and complexity",
     "11_common_mistakes": "Common mistakes",
-    "12_connections": "Connections: the encoder layer and positional encoding",
+    "12_connections": "Connections",
     "13_training_heads": "Training heads from scratch",
     "14_circuits_and_induction_heads": "Circuits and induction heads",
     "15_real_heads": "Real heads: what heads track",
@@ -40,7 +40,7 @@ LESSONS: dict[str, str] = {
     "18_positions_and_windows": "Positions, windows and layer order",
     "19_attention_today": "Attention in today's models",
     "20_your_own_language_model": "Your own language model",
-    "21_review": "Review: flashcards and a quiz",
+    "21_review": "Review",
 }
 
 # Node groups, one per row of the layout: (legend text, face colour).
