@@ -81,7 +81,8 @@ def test_a_measured_lesson_states_its_readers_minutes_within_15_percent():
     for stem, measured in ls.READER_MINUTES.items():
         stated = core[stem].minutes
         assert abs(stated - measured) <= max(1, ls.READER_TOLERANCE * measured), (stem, stated, measured)
-    assert abs(sum(ls.READER_MINUTES.values()) - ls.core_path_minutes(list(core.values()))) <= 3
+    # 5, not less: a core lesson states at most 30 minutes (the capstone, read in 35, states 30)
+    assert abs(sum(ls.READER_MINUTES.values()) - ls.core_path_minutes(list(core.values()))) <= 5
 
 
 def test_estimate_counts_reading_code_figures_explorers_and_exercises():
