@@ -118,6 +118,11 @@ def test_sentence_heads_bad_input_says_what_was_expected(heads, fragment):
 def test_dip_exercise_answer_is_measured():
     assert oh.fit_heads(TASK, (0.5, 0.5)).r2 == pytest.approx(oh.fit_heads(TASK, (0.5,)).r2, abs=1e-10)
     assert ex.check_dip("b") and ex.check_dip("B ") and ex.check_dip(["b"])
+    # One head's own curve is lowest right of 0.5 (|A| < |B| tilts the sag): the message keeps the two apart.
+    alphas = np.linspace(0, 1, 101)
+    low = alphas[np.array([oh.fit_heads(TASK, (a,)).r2 for a in alphas]).argmin()]
+    assert 0.55 < low < 0.7 and f"lowest at α = {low:.2f}" in ex.check_dip("b").message
+    assert "exactly at 0.5" in ex.check_dip("b").message
     for letter in "acd":
         feedback = ex.check_dip(letter)
         assert not feedback and feedback.message

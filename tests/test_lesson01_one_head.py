@@ -8,7 +8,7 @@ import re
 import matplotlib
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
@@ -116,6 +116,27 @@ def test_closed_form_splits_into_a_slide_between_the_ends_and_an_overlap_bend(se
     bend = 2 * alpha * beta / (alpha**2 + beta**2) * rho
     assert oh.closed_form_r2(task.a, task.b, [alpha])[0] == pytest.approx(slide + bend, abs=1e-12)
     assert oh.closed_form_r2(task.a, task.b, [0.5])[0] == pytest.approx(0.5 + rho, abs=1e-12)
+
+
+@given(st.integers(0, 10_000), st.integers(2, 12))
+def test_a_sagging_curve_is_lowest_on_the_side_of_the_smaller_end(seed, d):
+    # The bend is symmetric about 1/2 and the slide tilts it: the notebook's "lowest off the middle" sentence.
+    task = oh.binding_task(d=d, samples=1, seed=seed)
+    aa, bb, ab = np.sum(task.a**2), np.sum(task.b**2), np.sum(task.a * task.b)
+    assume(ab < 0 and abs(aa - bb) > 1e-6 * (aa + bb))
+    fine = np.linspace(0, 1, 10_001)
+    low = fine[oh.closed_form_r2(task.a, task.b, fine).argmin()]
+    assert (low > 0.5) == (aa < bb)  # alpha = 1 gives R^2 = s_A: the smaller end when |A| < |B|
+
+
+def test_the_lessons_curve_is_lowest_right_of_one_half_and_best_at_alpha_0():
+    alphas = np.linspace(0, 1, 101)
+    scan, closed = oh.r2_scan(TASK, alphas), oh.closed_form_r2(TASK.a, TASK.b, alphas)
+    assert np.sum(TASK.a**2) < np.sum(TASK.b**2) and np.sum(TASK.a * TASK.b) < 0  # what the notebook's prose says
+    assert 0.55 < alphas[scan.argmin()] < 0.7 and 0.55 < alphas[closed.argmin()] < 0.7
+    assert scan.argmax() == 0 and scan[0] > scan[-1]
+    two = oh.r2_scan(TASK, alphas, h=2)
+    assert np.flatnonzero(two < 1 - 1e-9).tolist() == [50]  # the two heads' dip: alpha = 0.5 exactly, nowhere else
 
 
 @given(st.integers(0, 10_000), st.integers(1, 12))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..demos.one_head import best_single_head, binding_task, fit_heads
+import numpy as np
+
+from ..demos.one_head import best_single_head, binding_task, fit_heads, r2_scan
 from ._base import Feedback, as_label_set, as_number, as_whole_number, right, wrong
 
 
@@ -138,9 +140,13 @@ def check_dip(answer: object) -> Feedback:
     task = binding_task()
     one, two = fit_heads(task, (0.5,)).r2, fit_heads(task, (0.5, 0.5)).r2
     if letter == "b":
+        alphas = np.linspace(0, 1, 101)  # the lesson's grid
+        low = alphas[r2_scan(task, alphas).argmin()]  # one head's own lowest point: not where the two heads dip
         return right(
             f"at α = 0.5 both heads read (x_{{t-1}} + x_{{t-2}}) / 2, and z W_0 + z W_1 = z (W_0 + W_1): "
-            f"R² = {two:.3f}, the same as one head's {one:.3f}. Heads only help when they look at different places."
+            f"R² = {two:.3f}, the same as one head's {one:.3f}. Only there are the two mixes equal, so the dip is "
+            f"exactly at 0.5 (one head's own curve is lowest at α = {low:.2f}, another effect). Heads only help when "
+            "they look at different places."
         )
     hints = {
         "a": "No softmax is trained here: the weights are set, and the maps come from least squares, not gradients.",
