@@ -54,6 +54,26 @@ def test_recover_head_names_the_axis_when_rows_are_sliced():
     assert "The last axis holds the features" in message and "sliced rows" not in message
 
 
+def test_recover_head_says_a_head_is_one_block_when_every_h_th_column_is_taken():
+    def strided(concat, i, h):
+        return concat[..., i::h]  # every h-th column: the right shape, the wrong columns
+
+    assert strided(np.zeros((5, 8)), 0, 2).shape == (5, 4)  # as wide as head 0, so no shape hint can catch it
+    message = ex.check_recover_head(strided).message
+    assert message.startswith("For h=2, head 0: concat[..., i::h] takes every h-th column."), message
+    assert "one contiguous block of d_v = 4 columns, starting at column i × d_v = 0" in message
+    assert "d_k" not in message
+
+
+def test_recover_head_speaks_of_d_v_as_the_lesson_does():
+    def off_by_one(concat, i, h):
+        d_v = concat.shape[-1] // h
+        return concat[..., (i + 1) * d_v : (i + 2) * d_v] if i + 1 < h else concat[..., :d_v]
+
+    assert ex.check_recover_head(off_by_one).message.endswith("Head i starts at column i × d_v.")
+    assert "d_k" not in (ex.check_recover_head.__doc__ or "")
+
+
 @pytest.mark.parametrize(
     "cut",
     [

@@ -26,6 +26,8 @@ def solution(
     transpose="swapaxes",
     axis=-1,
     return_pair=True,
+    swap=(-3, -2),
+    mask_axis=None,
 ):
     """A learner's multi_head_attention; every keyword but the defaults plants one mistake."""
 
@@ -39,7 +41,7 @@ def solution(
 
         def split(x):
             if split_transpose:
-                return x.reshape(*x.shape[:-1], h, d_k).swapaxes(-3, -2)
+                return x.reshape(*x.shape[:-1], h, d_k).swapaxes(*swap)
             return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)
 
         Q, K, V = split(q @ params.w_q), split(k @ params.w_k), split(v @ params.w_v)
@@ -50,6 +52,8 @@ def solution(
             "fixed": lambda: K.transpose(0, 2, 1),  # right for one sequence's (h, n, d_k), wrong for a batch
         }["T" if transpose_with_T else transpose]()
         scores = Q @ K_t / {"d_k": np.sqrt(d_k), "d_model": np.sqrt(params.d_model), "none": 1.0}[scale]
+        if mask is not None and mask_axis is not None:  # an axis added "for the heads"
+            mask = np.expand_dims(mask, mask_axis)
         if mask is not None:
             if mask_mode == "-inf":
                 scores = np.where(mask, scores, -np.inf)
@@ -69,7 +73,8 @@ def solution(
         if mask is not None and mask_mode == "after":  # masked once the softmax is done: rows no longer sum to 1
             weights = weights * mask
         heads = weights @ V
-        concat = heads.swapaxes(-3, -2).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)
+        concat = heads.swapaxes(*swap)
+        concat = concat.reshape(*concat.shape[:-2], h * d_k)
         out = concat @ params.w_o if w_o else concat
         return (out, weights) if return_pair else out
 
@@ -381,3 +386,49 @@ def test_the_layers_check_tries_the_learners_split_and_merge_first():
     assert "merge returned None" in ex.check_capstone(None, split, lambda x: None).message
     assert "Replace None" in ex.check_capstone(None, split, merge).message  # helpers right: now the layer
     assert ex.check_capstone(solution(), split, merge).correct
+
+
+@pytest.mark.parametrize(
+    ("axis", "case", "shapes"),
+    [
+        (
+            0,
+            5,
+            "weights have shape (1, 3, 2, 5, 5), expected (3, 2, 5, 5). Cause: the mask got an extra axis, shape "
+            "(1, 3, 1, 1, 5)",
+        ),  # mask[None]: harmless on (6, 6), a new leading axis on a batch's (3, 1, 1, 5)
+        (1, 4, "with shapes (6,1,6) (2,6,6) () . Cause: the mask got an extra axis, shape (6, 1, 6)"),  # mask[:, None]
+        (
+            -1,
+            4,
+            "with shapes (6,6,1) (2,6,6) () . Cause: the mask got an extra axis, shape (6, 6, 1)",
+        ),  # mask[..., None]
+    ],
+)
+def test_a_mask_given_an_extra_axis_is_named_with_the_shape_it_should_keep(axis, case, shapes):
+    message = ex.check_capstone(solution(mask_axis=axis)).message
+    assert message.startswith(f"case {case} of 9, {ex.CASES[case - 1].name}: "), message
+    assert shapes in message and "already broadcasts to the weights' shape (..., h, n_q, n_kv)" in message
+    assert "Fix: pass it on unchanged" in message
+
+
+def test_swapaxes_0_1_in_the_split_and_merge_is_named_on_the_first_batch():
+    def split01(x, h):
+        return x.reshape(*x.shape[:-1], h, x.shape[-1] // h).swapaxes(0, 1)  # right for one sequence only
+
+    def merge01(x):
+        y = x.swapaxes(0, 1)
+        return y.reshape(*y.shape[:-2], y.shape[-2] * y.shape[-1])
+
+    x, h = ex.SPLIT_CASES[0][1:]
+    np.testing.assert_array_equal(split01(x, h), mha.split_heads(x, h))  # one sequence cannot tell
+    message = ex.check_split_merge(split01, merge01).message
+    assert message.startswith("case 2 of 2, a batch: (3, 5, 12) into h = 4 heads: split gave shape (5, 3, 4, 3)")
+    assert "swapped the batch (axis 0) and the tokens (axis 1)" in message and ".swapaxes(-3, -2)" in message
+    message = ex.check_split_merge(split, merge01).message
+    assert "merge gave shape (4, 3, 15)" in message and "swapped the batch (axis 0) and the heads (axis 1)" in message
+    # the layer alone, split inside it: numpy's error names the scores (5, 3, 2, 2) such a split makes
+    message = ex.check_capstone(solution(swap=(0, 1))).message
+    assert message.startswith("case 5 of 9,") and "(5,3,2,2)" in message, message
+    assert "Cause: the heads are split with swapaxes(0, 1)" in message and ".swapaxes(-3, -2)" in message
+    assert "swapaxes(0, 1)" not in ex.check_capstone(solution(transpose="fixed")).message  # other errors: no guess

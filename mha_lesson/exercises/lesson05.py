@@ -20,16 +20,16 @@ def check_concat_shape(answer: object) -> Feedback:
     shape = as_shape(answer, "a shape, as a tuple like (rows, columns)")
     if isinstance(shape, Feedback):
         return shape
-    d_k = D_MODEL // H
+    d_v = D_MODEL // H
     if shape == (N, D_MODEL):
         return right(
-            f"{H} heads of width d_v = {d_k} side by side: {H} × {d_k} = {D_MODEL} columns, one row per token."
+            f"{H} heads of width d_v = {d_v} side by side: {H} × {d_v} = {D_MODEL} columns, one row per token."
         )
-    if shape == (N, d_k):
+    if shape == (N, d_v):
         return wrong("That is one head's output. The concatenation puts all h of them side by side.")
-    if shape in ((H, N, d_k), (N, H, d_k)):
+    if shape in ((H, N, d_v), (N, H, d_v)):
         return wrong("That is the heads stacked along a new axis. Concatenating joins them along the feature axis.")
-    if shape == (N * H, d_k):
+    if shape == (N * H, d_v):
         return wrong("That stacks the heads below each other (more rows). Which axis grows when you concatenate?")
     return wrong(
         "Each head outputs one row of d_v = d_model / h numbers per token. What does putting h heads side by side give?"
@@ -50,19 +50,19 @@ UNEQUAL = "does not result in an equal division"
 
 
 def check_recover_head(fn: object) -> Feedback:
-    """Exercise 1: fn(concat, i, h) returns head i's output (..., n, d_k) from the concatenation (..., n, h*d_k),
+    """Exercise 1: fn(concat, i, h) returns head i's output (..., n, d_v) from the concatenation (..., n, h*d_v),
     for one sequence and for a batch of sequences."""
     if fn is None:
         return wrong("Replace None with your function (without calling it), e.g. recover_head.")
     if not callable(fn):
         return wrong(f"Expected a function fn(concat, i, h), got a {type(fn).__name__}.")
     rng = np.random.default_rng(4)
-    # d_k = 4, 5, 6: a fixed width cannot pass; the last case is a batch of 3 sequences, (3, 5, 24)
+    # d_v = 4, 5, 6: a fixed width cannot pass; the last case is a batch of 3 sequences, (3, 5, 24)
     for d_model, h, lead in ((8, 2, ()), (15, 3, ()), (24, 4, (3,))):
         x = rng.normal(size=(*lead, 5, d_model))
         _, _, trace = multi_head_attention_loop(x, x, x, init_params(d_model, h, seed=d_model), return_trace=True)
         where = f"For a batch {x.shape}, h={h}" if lead else f"For h={h}"
-        concat, d_k = trace["concat"], d_model // h
+        concat, d_v = trace["concat"], d_model // h
         for i in range(h):
             try:
                 got = fn(concat.copy(), i, h)  # a copy: fn may write into it
@@ -72,11 +72,11 @@ def check_recover_head(fn: object) -> Feedback:
             if got is None:
                 return wrong("Your function returned None: replace its `return None` line.")
             got, want = np.asarray(got), trace["head_i"][i]
-            cut = slice(i * d_k, (i + 1) * d_k)
+            cut = slice(i * d_v, (i + 1) * d_v)
             if not lead and got.shape == concat[cut].shape and np.array_equal(got, concat[cut]):
                 return wrong(
                     f"{where}, head {i}: you sliced rows, which are tokens. Keep every row (token) and take head "
-                    f"{i}'s block of columns (features), the last axis: concat[..., start:stop], {d_k} columns wide."
+                    f"{i}'s block of columns (features), the last axis: concat[..., start:stop], {d_v} columns wide."
                 )
             if lead and got.shape == concat[:, cut].shape and np.array_equal(got, concat[:, cut]):
                 return wrong(
@@ -92,7 +92,7 @@ def check_recover_head(fn: object) -> Feedback:
                 return wrong(
                     f"{where}, head {i}: expected shape {want.shape}, got {got.shape}. All {concat.shape[-1]} "
                     f"columns are still there: you cut {cut}. Keep every token and cut the last axis, the features: "
-                    f"head {i}'s {d_k} columns, concat[..., start:stop]."
+                    f"head {i}'s {d_v} columns, concat[..., start:stop]."
                 )
             if got.shape != want.shape:
                 return wrong(
@@ -100,8 +100,15 @@ def check_recover_head(fn: object) -> Feedback:
                     f"features, the one before it the tokens (keep all {want.shape[-2]}): how many columns does one "
                     "head own?"
                 )
+            strided = concat[..., i::h]  # every h-th column, starting at column i
+            if got.shape == strided.shape and np.array_equal(got, strided):
+                return wrong(
+                    f"{where}, head {i}: concat[..., i::h] takes every h-th column. Head {i}'s columns are one "
+                    f"contiguous block of d_v = {d_v} columns, starting at column i × d_v = {i * d_v}: "
+                    "concat[..., start:stop]."
+                )
             if not np.allclose(got, want, atol=1e-12):
-                return wrong(f"{where}, head {i}: wrong columns. Head i starts at column i × d_k.")
+                return wrong(f"{where}, head {i}: wrong columns. Head i starts at column i × d_v.")
     return right("every head came back exactly, from one sequence and from a batch: concatenation loses nothing.")
 
 

@@ -8,8 +8,9 @@ shapes, one head and many, a causal mask, a padded batch, a batch with causal an
 alone and in a padded batch, a query that may see no key) against mha.multi_head_attention.
 Each names the first case that fails and one entry that came out wrong against what was expected; when the result
 equals that of a known mistake (the scale, the mask, a -1e9 mask with a plain softmax or added as a bias, the head
-split, W^O, values from k, ...) or the error is numpy's answer to a wrong transpose of the keys (`K.T` on a stack of
-heads, no transpose, fixed axes on a batch), it says which ("Cause:") and what to change ("Fix:").
+split, W^O, values from k, ...), or the error or a shape is numpy's answer to a wrong transpose of the keys (`K.T` on
+a stack of heads, no transpose, fixed axes on a batch), to a mask given an extra axis, or to heads split with
+swapaxes(0, 1) on a batch, it says which ("Cause:") and what to change ("Fix:").
 """
 
 from __future__ import annotations
@@ -129,6 +130,44 @@ FIXED_AXES = (
     "a transpose with fixed axes, such as K.transpose(0, 2, 1), fails on a batch, whose arrays have one axis more. "
     "Fix: count from the end, K.swapaxes(-1, -2)."
 )
+SWAP_01 = (
+    "the heads are split with swapaxes(0, 1): on a batch, (batch, n, h, d_k) has the batch on axis 0 and the tokens "
+    "on axis 1, so those two are swapped. Fix: swap the tokens and the heads, counted from the end, "
+    ".swapaxes(-3, -2), in my_split and in my_merge."
+)
+
+
+def _shape_texts(shape: tuple[int, ...]) -> tuple[str, str]:
+    """A shape as numpy's errors print it, (3,1,5), and as Python does, (3, 1, 5)."""
+    return "(" + ",".join(map(str, shape)) + ")", str(tuple(shape))
+
+
+def mask_axis_hint(
+    mask: object, weights_shape: tuple[int, ...], text: str, got_shape: tuple | None = None
+) -> str | None:
+    """Why a mask given one axis too many (mask[None], mask[:, None], mask[..., None], ...) fails, or None.
+
+    Recognised by the shapes: the extra-axis mask's shape in numpy's error (text), or the weights' shape got_shape
+    equal to what that mask broadcasts the scores to.
+    """
+    if not isinstance(mask, np.ndarray):
+        return None
+    for axis in range(mask.ndim + 1):
+        extra = np.expand_dims(mask, axis).shape
+        try:
+            spread = np.broadcast_shapes(extra, weights_shape)
+        except ValueError:
+            spread = None
+        if ("broadcast" in text and _shape_texts(extra)[0] in text) or (
+            got_shape is not None and spread != weights_shape and got_shape == spread
+        ):
+            return (
+                f"the mask got an extra axis, shape {extra}. The mask as given, {mask.shape}, already broadcasts to "
+                f"the weights' shape (..., h, n_q, n_kv) = {weights_shape}: its axes are the last ones, and its 1s "
+                "stand in for the axes it does not vary along. Fix: pass it on unchanged, np.where(mask, scores, "
+                "-np.inf)."
+            )
+    return None
 
 
 def _masked(scores: np.ndarray, mask: np.ndarray, mode: str) -> np.ndarray:
@@ -301,7 +340,19 @@ def check_case(fn: Callable, case: Case) -> str | None:
     args = (case.q, case.k, case.v, case.params, case.mask)
     p = case.params
     Q, K = split_heads(case.q @ p.w_q, p.h), split_heads(case.k @ p.w_k, p.h)  # (..., h, n, d_k)
-    return _compare(fn, args, want, lambda got: diagnose(case, got), case.mask is not None, (Q, K))
+    problem = _compare(fn, args, want, lambda got: diagnose(case, got), case.mask is not None, (Q, K))
+    if problem is not None and "Cause:" not in problem and case.q.ndim > 2:
+        # the heads split with swapaxes(0, 1): recognised by a shape that only such a split makes, in the message
+        def swapped(x: np.ndarray) -> np.ndarray:
+            return x.reshape(*x.shape[:-1], p.h, p.d_k).swapaxes(0, 1)
+
+        Qs, Ks = swapped(case.q @ p.w_q), swapped(case.k @ p.w_k)
+        shapes = [Qs.shape, Ks.shape]
+        if Qs.shape[:-2] == Ks.shape[:-2]:
+            shapes.append((*Qs.shape[:-1], Ks.shape[-2]))  # the scores, when the product works
+        if any(text in problem for shape in shapes for text in _shape_texts(shape)):
+            problem += f" Cause: {SWAP_01}"
+    return problem
 
 
 def check_capstone(fn: object, split: object = None, merge: object = None) -> Feedback:
@@ -400,6 +451,7 @@ def _compare(
             result = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
         hint = transpose_hint(*heads, str(exc)) if heads is not None and isinstance(exc, ValueError) else None
+        hint = hint or mask_axis_hint(args[-1], want[1].shape, str(exc))
         return f"it raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else "")
     got = _as_pair(result)
     if isinstance(got, str):
@@ -412,7 +464,7 @@ def _compare(
         for n, g, w in zip(("weights", "output"), got[::-1], want[::-1], strict=True)
         if not _matches((g,), (w,))
     )
-    explanation = diagnose_fn(got)
+    explanation = diagnose_fn(got) or mask_axis_hint(args[-1], want[1].shape, "", got[1].shape)
     if explanation is None and masked and not np.isfinite(got[1]).all():
         explanation = NAN_ROW
     return _difference(name, g, w) + (f". Cause: {explanation}" if explanation else ".")
@@ -471,6 +523,13 @@ def check_split_merge(split: object, merge: object) -> Feedback:
             got = np.asarray(result, dtype=float)
         except Exception as exc:  # the learner's code may fail in any way: report it
             return wrong(f"{where}: split raised {type(exc).__name__}: {exc}")
+        swapped = x.reshape(*x.shape[:-1], h, x.shape[-1] // h).swapaxes(0, 1)  # right for one sequence only
+        if got.shape != want.shape and got.shape == swapped.shape and np.array_equal(got, swapped):
+            return wrong(
+                f"{where}: split gave shape {got.shape}, expected (..., h, n, d_k) = {want.shape}. swapaxes(0, 1) "
+                "swapped the batch (axis 0) and the tokens (axis 1) of (batch, n, h, d_k). Fix: swap the tokens and "
+                "the heads, counted from the end: .swapaxes(-3, -2)."
+            )
         if got.shape != want.shape:
             return wrong(f"{where}: split gave shape {got.shape}, expected (..., h, n, d_k) = {want.shape}.")
         if not np.array_equal(got, want):
@@ -488,6 +547,12 @@ def check_split_merge(split: object, merge: object) -> Feedback:
         except Exception as exc:  # the learner's code may fail in any way: report it
             return wrong(f"{where}: merge raised {type(exc).__name__}: {exc}")
         if not np.array_equal(back, merge_heads(want)):
+            if want.ndim > 3 and back.size == want.size and np.array_equal(back.ravel(), want.swapaxes(0, 1).ravel()):
+                return wrong(
+                    f"{where}: merge gave shape {back.shape}; it must give x back, shape {x.shape}. swapaxes(0, 1) "
+                    "swapped the batch (axis 0) and the heads (axis 1) of (batch, h, n, d_k). Fix: swap the heads and "
+                    "the tokens, counted from the end: .swapaxes(-3, -2), then reshape."
+                )
             if back.shape == x.shape and np.array_equal(back, want.reshape(x.shape)):
                 return wrong(f"{where}: merge reshapes alone and mixes tokens. Fix: swap the h and n axes back first.")
             return wrong(f"{where}: merge gave shape {back.shape}; it must give x back, shape {x.shape}.")
