@@ -432,3 +432,27 @@ def test_swapaxes_0_1_in_the_split_and_merge_is_named_on_the_first_batch():
     assert message.startswith("case 5 of 9,") and "(5,3,2,2)" in message, message
     assert "Cause: the heads are split with swapaxes(0, 1)" in message and ".swapaxes(-3, -2)" in message
     assert "swapaxes(0, 1)" not in ex.check_capstone(solution(transpose="fixed")).message  # other errors: no guess
+
+
+def test_a_loop_over_heads_that_hands_each_head_the_whole_mask_is_named_beside_the_extra_axis():
+    # Each head's scores (batch, n_q, n_kv) meet a (batch, 1, 1, n_kv) mask: the same weights, number for number, as
+    # mask[:, None] on all heads' scores, so the message names both and the per-head fix.
+    def looped(q, k, v, params, mask=None):
+        Q, K, V = (mha.split_heads(x @ w, params.h) for x, w in ((q, params.w_q), (k, params.w_k), (v, params.w_v)))
+        outs, weights = [], []
+        for i in range(params.h):
+            scores = Q[..., i, :, :] @ K[..., i, :, :].swapaxes(-1, -2) / np.sqrt(params.d_k)
+            w = mha.softmax(scores if mask is None else np.where(mask, scores, -np.inf), axis=-1)
+            outs.append(w @ V[..., i, :, :])
+            weights.append(w)
+        heads, weights = np.stack(outs, axis=-3), np.stack(weights, axis=-3)
+        return mha.merge_heads(heads) @ params.w_o, weights
+
+    c = ex.CASES[4]
+    args = (c.q, c.k, c.v, c.params, c.mask)
+    np.testing.assert_allclose(looped(*args)[1], solution(mask_axis=1)(*args)[1], rtol=0, atol=1e-15)
+    message = ex.check_capstone(looped).message
+    assert message.startswith("case 5 of 9,") and "weights have shape (3, 3, 2, 5, 5)" in message, message
+    assert "Either it got an extra axis (shape (3, 1, 1, 1, 5)), or, in a loop over heads" in message
+    assert "np.broadcast_to(mask, scores.shape)[..., i, :, :]" in message
+    assert "in a loop" not in ex.check_capstone(solution(mask_axis=0)).message  # mask[None]: no loop gives its shape

@@ -130,6 +130,7 @@ FIXED_AXES = (
     "a transpose with fixed axes, such as K.transpose(0, 2, 1), fails on a batch, whose arrays have one axis more. "
     "Fix: count from the end, K.swapaxes(-1, -2)."
 )
+FIX_MASK = "np.where(mask, scores, -np.inf)."
 SWAP_01 = (
     "the heads are split with swapaxes(0, 1): on a batch, (batch, n, h, d_k) has the batch on axis 0 and the tokens "
     "on axis 1, so those two are swapped. Fix: swap the tokens and the heads, counted from the end, "
@@ -142,31 +143,57 @@ def _shape_texts(shape: tuple[int, ...]) -> tuple[str, str]:
     return "(" + ",".join(map(str, shape)) + ")", str(tuple(shape))
 
 
+def _loop_shape(mask_shape: tuple[int, ...], weights_shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The weights' shape when a loop over heads hands the whole mask to each head's (..., n_q, n_kv) scores."""
+    try:
+        one = np.broadcast_shapes(mask_shape, weights_shape[:-3] + weights_shape[-2:])
+    except ValueError:
+        return None
+    return one[:-2] + weights_shape[-3:-2] + one[-2:]  # the heads stacked at axis -3
+
+
 def mask_axis_hint(
     mask: object, weights_shape: tuple[int, ...], text: str, got_shape: tuple | None = None
 ) -> str | None:
     """Why a mask given one axis too many (mask[None], mask[:, None], mask[..., None], ...) fails, or None.
 
     Recognised by the shapes: the extra-axis mask's shape in numpy's error (text), or the weights' shape got_shape
-    equal to what that mask broadcasts the scores to.
+    equal to what that mask broadcasts the scores to. A loop over heads that hands the whole mask to one head's
+    (..., n_q, n_kv) scores can give the same weights, number for number: then the hint names both.
     """
     if not isinstance(mask, np.ndarray):
         return None
-    for axis in range(mask.ndim + 1):
-        extra = np.expand_dims(mask, axis).shape
+    given = (
+        f"The mask as given, {mask.shape}, already broadcasts to the weights' shape (..., h, n_q, n_kv) = "
+        f"{weights_shape}: its axes are the last ones, and its 1s stand in for the axes it does not vary along."
+    )
+    extras = [np.expand_dims(mask, axis).shape for axis in range(mask.ndim + 1)]
+    for extra in extras:
+        if "broadcast" in text and _shape_texts(extra)[0] in text:
+            return f"the mask got an extra axis, shape {extra}. {given} Fix: pass it on unchanged, " + FIX_MASK
+    if got_shape is None or tuple(got_shape) == tuple(weights_shape):
+        return None
+    spread = []
+    for extra in extras:
         try:
-            spread = np.broadcast_shapes(extra, weights_shape)
+            spread.append((extra, np.broadcast_shapes(extra, weights_shape)))
         except ValueError:
-            spread = None
-        if ("broadcast" in text and _shape_texts(extra)[0] in text) or (
-            got_shape is not None and spread != weights_shape and got_shape == spread
-        ):
-            return (
-                f"the mask got an extra axis, shape {extra}. The mask as given, {mask.shape}, already broadcasts to "
-                f"the weights' shape (..., h, n_q, n_kv) = {weights_shape}: its axes are the last ones, and its 1s "
-                "stand in for the axes it does not vary along. Fix: pass it on unchanged, np.where(mask, scores, "
-                "-np.inf)."
-            )
+            continue
+    extra = next((e for e, shape in spread if shape == tuple(got_shape)), None)
+    if got_shape == _loop_shape(mask.shape, weights_shape):
+        loop = "in a loop over heads, it met one head's scores (..., n_q, n_kv), with no heads axis for its own to meet"
+        why = (
+            f"Either it got an extra axis (shape {extra}), or, {loop}."
+            if extra is not None
+            else f"{loop[0].upper()}{loop[1:]}."
+        )
+        return (
+            f"the mask spread the scores over one axis too many. {why} {given} Fix: apply it unchanged to all heads' "
+            f"scores (..., h, n_q, n_kv) at once, {FIX_MASK} In a loop, give head i np.broadcast_to(mask, "
+            "scores.shape)[..., i, :, :], with scores all heads' scores."
+        )
+    if extra is not None:
+        return f"the mask got an extra axis, shape {extra}. {given} Fix: pass it on unchanged, " + FIX_MASK
     return None
 
 
