@@ -123,7 +123,7 @@ def test_a_sagging_curve_is_lowest_on_the_side_of_the_smaller_end(seed, d):
     # The bend is symmetric about 1/2 and the slide tilts it: the notebook's "lowest off the middle" sentence.
     task = oh.binding_task(d=d, samples=1, seed=seed)
     aa, bb, ab = np.sum(task.a**2), np.sum(task.b**2), np.sum(task.a * task.b)
-    assume(ab < 0 and abs(aa - bb) > 1e-6 * (aa + bb))
+    assume(ab < 0 and abs(aa - bb) > 1e-3 * (aa + bb))  # nearer, the minimum is within a grid step of 1/2
     fine = np.linspace(0, 1, 10_001)
     low = fine[oh.closed_form_r2(task.a, task.b, fine).argmin()]
     assert (low > 0.5) == (aa < bb)  # alpha = 1 gives R^2 = s_A: the smaller end when |A| < |B|
