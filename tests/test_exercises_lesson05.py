@@ -60,9 +60,14 @@ def test_recover_head_says_a_head_is_one_block_when_every_h_th_column_is_taken()
 
     assert strided(np.zeros((5, 8)), 0, 2).shape == (5, 4)  # as wide as head 0, so no shape hint can catch it
     message = ex.check_recover_head(strided).message
-    assert message.startswith("For h=2, head 0: concat[..., i::h] takes every h-th column."), message
+    assert message.startswith("For h=2, head 0: these are every h-th column (what concat[..., i::h]"), message
     assert "one contiguous block of d_v = 4 columns, starting at column i × d_v = 0" in message
     assert "d_k" not in message
+
+    def reshaped(concat, i, h):  # (n, d_v, h): the same columns, another way to write the mistake
+        return concat.reshape(*concat.shape[:-1], concat.shape[-1] // h, h)[..., i]
+
+    assert ex.check_recover_head(reshaped).message == message
 
 
 def test_recover_head_speaks_of_d_v_as_the_lesson_does():

@@ -456,3 +456,17 @@ def test_a_loop_over_heads_that_hands_each_head_the_whole_mask_is_named_beside_t
     assert "Either it got an extra axis (shape (3, 1, 1, 1, 5)), or, in a loop over heads" in message
     assert "np.broadcast_to(mask, scores.shape)[..., i, :, :]" in message
     assert "in a loop" not in ex.check_capstone(solution(mask_axis=0)).message  # mask[None]: no loop gives its shape
+
+
+def test_a_fixed_axes_transpose_in_the_split_gets_the_heads_fix_too():
+    def layer(q, k, v, params, mask=None):
+        def split(x):  # (n, h, d_k) -> (h, n, d_k): right for one sequence, numpy's error on a batch
+            return x.reshape(*x.shape[:-1], params.h, params.d_k).transpose(1, 0, 2)
+
+        Q, K, V = split(q @ params.w_q), split(k @ params.w_k), split(v @ params.w_v)
+        heads, weights = mha.scaled_dot_product_attention(Q, K, V, mask)
+        return mha.merge_heads(heads) @ params.w_o, weights
+
+    message = ex.check_capstone(layer).message
+    assert message.startswith("case 5 of 9,") and "axes don't match array" in message, message
+    assert "x.transpose(1, 0, 2) in a split" in message and ".swapaxes(-3, -2) for the heads" in message

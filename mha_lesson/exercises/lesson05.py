@@ -103,9 +103,9 @@ def check_recover_head(fn: object) -> Feedback:
             strided = concat[..., i::h]  # every h-th column, starting at column i
             if got.shape == strided.shape and np.array_equal(got, strided):
                 return wrong(
-                    f"{where}, head {i}: concat[..., i::h] takes every h-th column. Head {i}'s columns are one "
-                    f"contiguous block of d_v = {d_v} columns, starting at column i × d_v = {i * d_v}: "
-                    "concat[..., start:stop]."
+                    f"{where}, head {i}: these are every h-th column (what concat[..., i::h] or a reshape to "
+                    f"(..., d_v, h) gives). Head {i}'s columns are one contiguous block of d_v = {d_v} columns, "
+                    f"starting at column i × d_v = {i * d_v}: concat[..., start:stop]."
                 )
             if not np.allclose(got, want, atol=1e-12):
                 return wrong(f"{where}, head {i}: wrong columns. Head i starts at column i × d_v.")

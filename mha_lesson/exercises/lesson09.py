@@ -127,8 +127,9 @@ TRANSPOSE_OR_NONE = (
 )
 NO_TRANSPOSE = "the keys are not transposed. Fix: scores = Q @ K.swapaxes(-1, -2), one query row against each key."
 FIXED_AXES = (
-    "a transpose with fixed axes, such as K.transpose(0, 2, 1), fails on a batch, whose arrays have one axis more. "
-    "Fix: count from the end, K.swapaxes(-1, -2)."
+    "a transpose with fixed axes, such as K.transpose(0, 2, 1) on the keys or x.transpose(1, 0, 2) in a split, "
+    "fails on a batch, whose arrays have one axis more. Fix: count from the end: K.swapaxes(-1, -2) for the keys, "
+    ".swapaxes(-3, -2) for the heads."
 )
 FIX_MASK = "np.where(mask, scores, -np.inf)."
 SWAP_01 = (
