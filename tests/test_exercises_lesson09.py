@@ -427,6 +427,17 @@ def test_swapaxes_0_1_in_the_split_and_merge_is_named_on_the_first_batch():
     assert "swapped the batch (axis 0) and the tokens (axis 1)" in message and ".swapaxes(-3, -2)" in message
     message = ex.check_split_merge(split, merge01).message
     assert "merge gave shape (4, 3, 15)" in message and "swapped the batch (axis 0) and the heads (axis 1)" in message
+
+    def merge01_to_x(x):  # the same swap, reshaped to x's own shape: the message must not print two equal shapes
+        return x.swapaxes(0, 1).reshape(*x.shape[:-3], x.shape[-2], -1)
+
+    message = ex.check_split_merge(split, merge01_to_x).message
+    y = mha.split_heads(ex.SPLIT_CASES[1][1], 4)
+    back, x = merge01_to_x(y), ex.SPLIT_CASES[1][1]
+    where = np.unravel_index(np.abs(back - x).argmax(), x.shape)
+    assert "merge gave x's shape (3, 5, 12) but not its values" in message, message
+    assert f"entry [{', '.join(map(str, where))}] is {back[where]:.3g}, x has {x[where]:.3g}" in message
+    assert "swapped the batch (axis 0) and the heads (axis 1)" in message and "it must give x back" not in message
     # the layer alone, split inside it: numpy's error names the scores (5, 3, 2, 2) such a split makes
     message = ex.check_capstone(solution(swap=(0, 1))).message
     assert message.startswith("case 5 of 9,") and "(5,3,2,2)" in message, message
@@ -470,3 +481,25 @@ def test_a_fixed_axes_transpose_in_the_split_gets_the_heads_fix_too():
     message = ex.check_capstone(layer).message
     assert message.startswith("case 5 of 9,") and "axes don't match array" in message, message
     assert "x.transpose(1, 0, 2) in a split" in message and ".swapaxes(-3, -2) for the heads" in message
+
+
+def test_a_float_head_width_from_true_division_is_named_with_integer_division_as_the_fix():
+    """d_k = d_model / h is a float in Python, which numpy's reshape refuses with a TypeError that names no cause."""
+
+    def float_split(x, h):
+        return x.reshape(*x.shape[:-1], h, x.shape[-1] / h).swapaxes(-3, -2)
+
+    with pytest.raises(TypeError, match="cannot be interpreted as an integer"):  # numpy's own words, which we match
+        float_split(ex.SPLIT_CASES[0][1], 2)
+    message = ex.check_split_merge(float_split, merge).message
+    assert message.startswith("case 1 of 2") and "split raised TypeError" in message
+    assert "Cause: a size given to reshape is a float" in message and "d_k = d_model // h" in message
+
+    def float_layer(q, k, v, params, mask=None):  # the same split inside the layer
+        Q = float_split(q @ params.w_q, params.h)
+        return Q, Q
+
+    message = ex.check_capstone(float_layer).message
+    assert "raised TypeError" in message and "Cause: a size given to reshape is a float" in message
+    other = ex.check_split_merge(lambda x, h: x.reshape(h, "3"), merge).message  # another TypeError: no guess
+    assert "raised TypeError" in other and "Cause" not in other

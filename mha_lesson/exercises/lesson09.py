@@ -9,8 +9,8 @@ alone and in a padded batch, a query that may see no key) against mha.multi_head
 Each names the first case that fails and one entry that came out wrong against what was expected; when the result
 equals that of a known mistake (the scale, the mask, a -1e9 mask with a plain softmax or added as a bias, the head
 split, W^O, values from k, ...), or the error or a shape is numpy's answer to a wrong transpose of the keys (`K.T` on
-a stack of heads, no transpose, fixed axes on a batch), to a mask given an extra axis, or to heads split with
-swapaxes(0, 1) on a batch, it says which ("Cause:") and what to change ("Fix:").
+a stack of heads, no transpose, fixed axes on a batch), to a mask given an extra axis, to heads split with
+swapaxes(0, 1) on a batch, or to a float size from d_model / h, it says which ("Cause:") and what to change ("Fix:").
 """
 
 from __future__ import annotations
@@ -132,6 +132,10 @@ FIXED_AXES = (
     ".swapaxes(-3, -2) for the heads."
 )
 FIX_MASK = "np.where(mask, scores, -np.inf)."
+FLOAT_SIZE = (
+    "a size given to reshape is a float: d_model / h is 3.0, not 3, in Python even when h divides d_model. Fix: "
+    "integer division, d_k = d_model // h."
+)
 SWAP_01 = (
     "the heads are split with swapaxes(0, 1): on a batch, (batch, n, h, d_k) has the batch on axis 0 and the tokens "
     "on axis 1, so those two are swapped. Fix: swap the tokens and the heads, counted from the end, "
@@ -462,6 +466,11 @@ HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
 }
 
 
+def float_size_hint(exc: BaseException) -> str | None:
+    """FLOAT_SIZE when exc is the TypeError numpy raises for a float size (reshape(n, h, d_model / h)), else None."""
+    return FLOAT_SIZE if isinstance(exc, TypeError) and "'float' object cannot be interpreted" in str(exc) else None
+
+
 def _compare(
     fn: Callable,
     args: tuple,
@@ -479,7 +488,7 @@ def _compare(
             result = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
         hint = transpose_hint(*heads, str(exc)) if heads is not None and isinstance(exc, ValueError) else None
-        hint = hint or mask_axis_hint(args[-1], want[1].shape, str(exc))
+        hint = hint or float_size_hint(exc) or mask_axis_hint(args[-1], want[1].shape, str(exc))
         return f"it raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else "")
     got = _as_pair(result)
     if isinstance(got, str):
@@ -532,6 +541,15 @@ SPLIT_CASES = (
 )
 
 
+def _not_x(back: np.ndarray, x: np.ndarray) -> str:
+    """How merge's result differs from x, the array it must give back: its shape, or its values at x's shape."""
+    if back.shape != x.shape:
+        return f"shape {back.shape}; it must give x back, shape {x.shape}"
+    where = np.unravel_index(np.abs(back - x).argmax(), x.shape)
+    index = ", ".join(str(int(i)) for i in where)
+    return f"x's shape {x.shape} but not its values: entry [{index}] is {back[where]:.3g}, x has {x[where]:.3g}"
+
+
 def check_split_merge(split: object, merge: object) -> Feedback:
     """Stage 2's helpers alone: split(x, h) equals mha.split_heads(x, h), merge undoes it, on SPLIT_CASES."""
     if split is None or merge is None:
@@ -550,7 +568,8 @@ def check_split_merge(split: object, merge: object) -> Feedback:
                 return wrong("split returned None: replace its return None with your code.")
             got = np.asarray(result, dtype=float)
         except Exception as exc:  # the learner's code may fail in any way: report it
-            return wrong(f"{where}: split raised {type(exc).__name__}: {exc}")
+            hint = float_size_hint(exc)
+            return wrong(f"{where}: split raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else ""))
         swapped = x.reshape(*x.shape[:-1], h, x.shape[-1] // h).swapaxes(0, 1)  # right for one sequence only
         if got.shape != want.shape and got.shape == swapped.shape and np.array_equal(got, swapped):
             return wrong(
@@ -573,17 +592,18 @@ def check_split_merge(split: object, merge: object) -> Feedback:
                 return wrong("merge returned None: replace its return None with your code.")
             back = np.asarray(result, dtype=float)
         except Exception as exc:  # the learner's code may fail in any way: report it
-            return wrong(f"{where}: merge raised {type(exc).__name__}: {exc}")
+            hint = float_size_hint(exc)
+            return wrong(f"{where}: merge raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else ""))
         if not np.array_equal(back, merge_heads(want)):
             if want.ndim > 3 and back.size == want.size and np.array_equal(back.ravel(), want.swapaxes(0, 1).ravel()):
                 return wrong(
-                    f"{where}: merge gave shape {back.shape}; it must give x back, shape {x.shape}. swapaxes(0, 1) "
+                    f"{where}: merge gave {_not_x(back, x)}. swapaxes(0, 1) "
                     "swapped the batch (axis 0) and the heads (axis 1) of (batch, h, n, d_k). Fix: swap the heads and "
                     "the tokens, counted from the end: .swapaxes(-3, -2), then reshape."
                 )
             if back.shape == x.shape and np.array_equal(back, want.reshape(x.shape)):
                 return wrong(f"{where}: merge reshapes alone and mixes tokens. Fix: swap the h and n axes back first.")
-            return wrong(f"{where}: merge gave shape {back.shape}; it must give x back, shape {x.shape}.")
+            return wrong(f"{where}: merge gave {_not_x(back, x)}.")
     return right(
         "split gives head i columns i·d_k to (i+1)·d_k of every token, and merge lays them side by side again "
         "(steps 2 and 4). A round trip alone would not show it: a reshape-only split and merge undo each other."
