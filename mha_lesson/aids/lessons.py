@@ -289,50 +289,62 @@ CAPSTONE_STAGES = (
     "Stage 1: one head",
     "Stage 2: the whole layer",
 )
-ROUTES = (
-    # Issue 31's fifth reader: a route that stops at the capstone's stage 1 never has the learner write multi-head
-    # attention, and a route without lesson 5 leaves d_v and merge_heads unexplained; they took 170 and 134 minutes
-    # on the routes before these. So both routes now end with the capstone's stage 2, the whole layer, and keep lesson
-    # 5's concatenation, which stage 2's merge needs; the capstone's five steps stand in for lesson 8's pass by hand,
-    # and the capstone is the routes' one exercise. Earlier readers: lesson 2's costs mean little before the mechanism,
-    # and why the scores are divided by the square root of d_k stays in both routes. Each lesson's opening repeats
-    # the layer's picture, so the 90-minute route leaves out lesson 1's section on it, and lesson 6.
-    Route(
-        "2 hours",
-        "lesson 1's lookup and the layer's picture, lessons 3 and 4 without their exercises, lesson 5's "
-        "concatenation, lesson 6's W^O, sum over heads and batched layer, lesson 7's masks and cross-attention, then "
-        "the capstone: one head and the whole layer",
+# The 2-hour route as issue 31's route reader read it (4 December 2026), and their minutes per stop: 145 against the
+# 119 the sections' shares gave. Each stop costs more than its sections: running the lesson, its opening and picture,
+# finding the headings. ROUTE_STOP_MINUTES is that cost, fitted on the stops whose lesson's sections a reader measured.
+ROUTE_READER = "issue 31's 2-hour route reader, 4 December 2026"
+ROUTE_READ = (
+    ("00_start_here", ROUTE_PAGE),
+    (
+        "01_one_head_is_not_enough",
+        ("1. What a head does: one soft lookup per query", "3. The whole layer in one picture"),
+    ),
+    ("03_projections", PROJECTIONS),
+    ("04_scaled_dot_product_attention", ATTENTION),
+    ("05_concatenate_heads", ("1. Side by side",)),
+    ("06_output_projection", ("1. $W^O$ in blocks", SUM_OVER_HEADS, "3. The whole layer, batched")),
+    (
+        "07_causal_mask",
         (
-            ("00_start_here", ROUTE_PAGE),
-            (
-                "01_one_head_is_not_enough",
-                ("1. What a head does: one soft lookup per query", "3. The whole layer in one picture"),
-            ),
-            ("03_projections", PROJECTIONS[:4]),
-            ("04_scaled_dot_product_attention", ATTENTION),
-            ("05_concatenate_heads", ("1. Side by side",)),
-            ("06_output_projection", ("1. $W^O$ in blocks", SUM_OVER_HEADS, "3. The whole layer, batched")),
-            (
-                "07_causal_mask",
-                (
-                    "1. The causal mask for decoders",
-                    "2. A batch of sentences of different lengths",
-                    "3. Self-attention and cross-attention",
-                ),
-            ),
-            ("09_capstone", CAPSTONE_STAGES),
+            "1. The causal mask for decoders",
+            "2. A batch of sentences of different lengths",
+            "3. Self-attention and cross-attention",
         ),
     ),
+    ("09_capstone", CAPSTONE_STAGES),
+)
+ROUTE_READER_MINUTES = (5, 14, 18, 29, 10, 15, 21, 33)
+ROUTE_STOP_MINUTES = 2.7
+ROUTES = (
+    # Both routes end with the capstone's stage 2, the learner's own multi-head layer, and keep lesson 4 whole: the
+    # four heads of one formula and why the scores are divided by the square root of d_k (every reader asked for it).
+    # The capstone is the routes' one exercise, and its five steps stand in for lesson 8's pass by hand. The route
+    # reader took 145 minutes for 2 hours and suggested leaving out lesson 7's padding and cross-attention, which the
+    # capstone's hints cover; lesson 1's picture of the layer opens every lesson again. The 90-minute route keeps
+    # what the capstone needs, the projections, attention and the causal mask, and leaves the capstone's hint table to
+    # show the merge: each lesson left out saves its stop.
     Route(
-        "90 minutes",
-        "one head's lookup, the projections, attention and its scaling, the concatenation, the causal mask, then the "
-        "capstone: one head and the whole layer",
+        "2 hours",
+        "lesson 1's lookup, lessons 3 and 4 without their exercises, lesson 5's concatenation, lesson 6's W^O, sum "
+        "over heads and batched layer, lesson 7's causal mask, then the capstone: one head and the whole layer",
         (
             ("00_start_here", ROUTE_PAGE),
             ("01_one_head_is_not_enough", ("1. What a head does: one soft lookup per query",)),
             ("03_projections", PROJECTIONS[:3]),
             ("04_scaled_dot_product_attention", ATTENTION),
             ("05_concatenate_heads", ("1. Side by side",)),
+            ("06_output_projection", ("1. $W^O$ in blocks", SUM_OVER_HEADS, "3. The whole layer, batched")),
+            ("07_causal_mask", ("1. The causal mask for decoders",)),
+            ("09_capstone", CAPSTONE_STAGES),
+        ),
+    ),
+    Route(
+        "90 minutes",
+        "the projections, attention and its scaling, the causal mask, then the capstone: one head and the whole layer",
+        (
+            ("00_start_here", ROUTE_PAGE),
+            ("03_projections", PROJECTIONS[:3]),
+            ("04_scaled_dot_product_attention", ATTENTION),
             ("07_causal_mask", ("1. The causal mask for decoders",)),
             ("09_capstone", CAPSTONE_STAGES),
         ),
@@ -431,11 +443,12 @@ def stop_minutes(nb: dict, stated: int, sections: tuple[str, ...], stem: str | N
 
 
 def route_minutes(route: Route, folder: Path = NOTEBOOKS) -> int:
-    """The minutes a route takes, from each lesson's stated minutes (see stop_minutes)."""
+    """The minutes a route takes: each lesson's stated minutes shared out (see stop_minutes), plus ROUTE_STOP_MINUTES
+    a stop."""
     total = 0.0
     for stem, sections in route.stops:
         path = folder / f"{stem}.ipynb"
-        total += stop_minutes(load(path), read_lesson(path).minutes, sections, stem)
+        total += stop_minutes(load(path), read_lesson(path).minutes, sections, stem) + ROUTE_STOP_MINUTES
     return round(total)
 
 
