@@ -477,7 +477,9 @@ def routes_markdown(folder: Path = NOTEBOOKS) -> str:
             "Open each lesson and run all its cells first (Run > Run All Cells): a section's code may use names an",
             "earlier section made. Then read its opening (with the layer's picture) and the sections named by their",
             "headings (*all*: all but the recap). A route's minutes are the lessons' minutes shared out by section as",
-            "a reader spent them. Both routes end with the capstone: you write one head, then the whole layer.",
+            f"a reader spent them, plus about {ROUTE_STOP_MINUTES:.0f} minutes a lesson for running it and finding "
+            "your place. Both routes",
+            "end with the capstone: you write one head, then the whole layer.",
             "",
             f"| lesson | {heads} |",
             "|---:|---|---|",
