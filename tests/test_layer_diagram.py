@@ -69,7 +69,7 @@ def test_the_boxes_run_in_the_codes_order_and_name_the_lessons_that_teach_them()
     chain = [e.source for e in cm.EDGES if e.relation == "then"] + ["mix"]
     assert chain == list(STAGE_KEYS[1:])
     headings = [t.get_text() for t in layer_diagram().axes[0].texts[::3]]
-    assert headings[2] == "split into heads\n(lessons 2 and 6)" and headings[1].endswith("(lesson 3)")
+    assert headings[2] == "split into heads\n(lessons 2, 3 and 6)" and headings[1].endswith("(lesson 3)")
 
 
 def _extents(fig):

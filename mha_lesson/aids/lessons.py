@@ -27,6 +27,7 @@ import dataclasses
 import json
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -289,52 +290,87 @@ CAPSTONE_STAGES = (
     "Stage 1: one head",
     "Stage 2: the whole layer",
 )
-# The 2-hour route as issue 31's route reader read it (4 December 2026), and their minutes per stop: 145 against the
-# 119 the sections' shares gave. Each stop costs more than its sections: running the lesson, its opening and picture,
-# finding the headings. ROUTE_STOP_MINUTES is that cost, fitted on the stops whose lesson's sections a reader measured.
-ROUTE_READER = "issue 31's 2-hour route reader, 4 December 2026"
-ROUTE_READ = (
-    ("00_start_here", ROUTE_PAGE),
-    (
-        "01_one_head_is_not_enough",
-        ("1. What a head does: one soft lookup per query", "3. The whole layer in one picture"),
-    ),
-    ("03_projections", PROJECTIONS),
-    ("04_scaled_dot_product_attention", ATTENTION),
-    ("05_concatenate_heads", ("1. Side by side",)),
-    ("06_output_projection", ("1. $W^O$ in blocks", SUM_OVER_HEADS, "3. The whole layer, batched")),
-    (
-        "07_causal_mask",
-        (
-            "1. The causal mask for decoders",
-            "2. A batch of sentences of different lengths",
-            "3. Self-attention and cross-attention",
-        ),
-    ),
-    ("09_capstone", CAPSTONE_STAGES),
-)
-ROUTE_READER_MINUTES = (5, 14, 18, 29, 10, 15, 21, 33)
-ROUTE_STOP_MINUTES = 2.7
-ROUTES = (
-    # Both routes end with the capstone's stage 2, the learner's own multi-head layer, and keep lesson 4 whole: the
-    # four heads of one formula and why the scores are divided by the square root of d_k (every reader asked for it).
-    # The capstone is the routes' one exercise, and its five steps stand in for lesson 8's pass by hand. The route
-    # reader took 145 minutes for 2 hours and suggested leaving out lesson 7's padding and cross-attention, which the
-    # capstone's hints cover; lesson 1's picture of the layer opens every lesson again. The 90-minute route keeps
-    # what the capstone needs, the projections, attention and the causal mask, and leaves the capstone's hint table to
-    # show the merge: each lesson left out saves its stop.
-    Route(
-        "2 hours",
-        "lesson 1's lookup, lessons 3 and 4 without their exercises, lesson 5's concatenation, lesson 6's W^O, sum "
-        "over heads and batched layer, lesson 7's causal mask, then the capstone: one head and the whole layer",
+
+
+@dataclasses.dataclass(frozen=True)
+class RouteReading:
+    """A route as a newcomer read it: who and when, its stops (as Route.stops) and their minutes at each stop."""
+
+    reader: str
+    stops: tuple[tuple[str, tuple[str, ...]], ...]
+    minutes: tuple[int, ...]
+
+
+# Three newcomers read routes through the core path and gave their minutes per stop. Each stop costs more than its
+# sections' share: running the lesson, its opening and picture, finding the headings. ROUTE_STOP_MINUTES is that
+# cost, their mean minutes beyond the share over every stop they read (tests/test_curriculum.py fits it).
+LESSON_1_BOTH = ("1. What a head does: one soft lookup per query", "3. The whole layer in one picture")
+W_O = ("1. $W^O$ in blocks", SUM_OVER_HEADS)
+BATCHED = "3. The whole layer, batched"
+CAUSAL = ("1. The causal mask for decoders",)
+BINDING = "2. The binding problem, measured"
+ROUTE_READINGS = (
+    RouteReading(
+        "issue 31's first 2-hour route reader, 4 December 2026",
         (
             ("00_start_here", ROUTE_PAGE),
-            ("01_one_head_is_not_enough", ("1. What a head does: one soft lookup per query",)),
+            ("01_one_head_is_not_enough", LESSON_1_BOTH),
+            ("03_projections", PROJECTIONS),
+            ("04_scaled_dot_product_attention", ATTENTION),
+            ("05_concatenate_heads", ("1. Side by side",)),
+            ("06_output_projection", (*W_O, BATCHED)),
+            (
+                "07_causal_mask",
+                (*CAUSAL, "2. A batch of sentences of different lengths", "3. Self-attention and cross-attention"),
+            ),
+            ("09_capstone", CAPSTONE_STAGES),
+        ),
+        (5, 14, 18, 29, 10, 15, 21, 33),
+    ),
+    RouteReading(
+        "issue 31's second 2-hour route reader, 6 December 2026",
+        (
+            ("00_start_here", ROUTE_PAGE),
+            ("01_one_head_is_not_enough", LESSON_1_BOTH[:1]),
             ("03_projections", PROJECTIONS[:3]),
             ("04_scaled_dot_product_attention", ATTENTION),
             ("05_concatenate_heads", ("1. Side by side",)),
-            ("06_output_projection", ("1. $W^O$ in blocks", SUM_OVER_HEADS, "3. The whole layer, batched")),
-            ("07_causal_mask", ("1. The causal mask for decoders",)),
+            ("06_output_projection", (*W_O, BATCHED)),
+            ("07_causal_mask", CAUSAL),
+            ("09_capstone", CAPSTONE_STAGES),
+        ),
+        (6, 12, 18, 33, 13, 20, 12, 35),
+    ),
+    RouteReading(
+        "issue 31's 90-minute route reader, 6 December 2026",
+        (
+            ("00_start_here", ROUTE_PAGE),
+            ("03_projections", PROJECTIONS[:3]),
+            ("04_scaled_dot_product_attention", ATTENTION),
+            ("07_causal_mask", CAUSAL),
+            ("09_capstone", CAPSTONE_STAGES),
+        ),
+        (5, 18, 34, 11, 30),
+    ),
+)
+ROUTE_STOP_MINUTES = 4.5
+ROUTES = (
+    # Both routes end with the capstone's stage 2, the learner's own multi-head layer, which with its contract takes
+    # a route reader about 35 minutes; the capstone is the routes' one exercise, and its five steps stand in for
+    # lesson 8's pass by hand. Both keep what the capstone needs, the projections, attention with why the scores are
+    # divided by the square root of d_k (every reader asked for it) and the causal mask; the capstone's hints show the
+    # merge. The 2-hour route adds why one head is not enough (lesson 1's sections 1 and 2), which the 90-minute route
+    # reader missed; a reader with more time adds ROUTE_EXTRA, the concatenation and what W^O does.
+    Route(
+        "2 hours",
+        "why one head is not enough, the projections, attention and its scaling, the causal mask, then the capstone: "
+        "one head and the whole layer",
+        (
+            ("00_start_here", ROUTE_PAGE),
+            ("01_one_head_is_not_enough", ("1. What a head does: one soft lookup per query", BINDING)),
+            ("03_projections", PROJECTIONS[:3]),
+            ("04_scaled_dot_product_attention", ATTENTION),
+            ("07_causal_mask", CAUSAL),
             ("09_capstone", CAPSTONE_STAGES),
         ),
     ),
@@ -344,11 +380,17 @@ ROUTES = (
         (
             ("00_start_here", ROUTE_PAGE),
             ("03_projections", PROJECTIONS[:3]),
-            ("04_scaled_dot_product_attention", ATTENTION),
-            ("07_causal_mask", ("1. The causal mask for decoders",)),
+            ("04_scaled_dot_product_attention", ATTENTION[1:]),
+            ("07_causal_mask", CAUSAL),
             ("09_capstone", CAPSTONE_STAGES),
         ),
     ),
+)
+# What a route leaves out that a learner with a little more time reads next: step 4 and step 5's meaning.
+ROUTE_EXTRA = Route(
+    "more time",
+    "what the routes leave of the five steps, the concatenation and what W^O does",
+    (("05_concatenate_heads", ("1. Side by side",)), ("06_output_projection", W_O)),
 )
 
 
@@ -456,6 +498,11 @@ ROUTES_BEGIN = "<!-- routes: begin (generated by python -m mha_lesson.aids.lesso
 ROUTES_END = "<!-- routes: end -->"
 
 
+def _stop_text(stem: str, sections: tuple[str, ...]) -> str:
+    """A route's stop in prose: the lesson, linked, and its sections' headings."""
+    return f"[lesson {int(stem[:2])}]({stem}.ipynb), " + " and ".join(f"*{h}*" for h in sections)
+
+
 def routes_markdown(folder: Path = NOTEBOOKS) -> str:
     """The start page's routes: one table, a row per lesson, each route's sections by heading ("all" = all but the
     recap; an empty cell = skip the lesson), and each route's minutes in its column's heading."""
@@ -474,12 +521,21 @@ def routes_markdown(folder: Path = NOTEBOOKS) -> str:
             ROUTES_BEGIN,
             "### Less time? Two routes through the core path",
             "",
-            "Open each lesson and run all its cells first (Run > Run All Cells): a section's code may use names an",
-            "earlier section made. Then read its opening (with the layer's picture) and the sections named by their",
-            "headings (*all*: all but the recap). A route's minutes are the lessons' minutes shared out by section as",
-            f"a reader spent them, plus about {ROUTE_STOP_MINUTES:.0f} minutes a lesson for running it and finding "
-            "your place. Both routes",
-            "end with the capstone: you write one head, then the whole layer.",
+            *textwrap.wrap(
+                "Open each lesson and run all its cells first (Run > Run All Cells): a section's code may use names "
+                "an earlier section made. Then read its opening (with the layer's picture) and the sections named by "
+                "their headings (*all*: all but the recap; an empty cell: skip the lesson, its opening too). A "
+                "route's minutes are the lessons' minutes shared out by section as a reader spent them, plus about "
+                f"{ROUTE_STOP_MINUTES:g} minutes a lesson for running it and finding your place. Both routes end "
+                "with the capstone: you write one head, then the whole layer.",
+                width=115,
+                break_on_hyphens=False,
+            ),
+            "",
+            # one line: a heading's math must not be broken across lines
+            f"With about {route_minutes(ROUTE_EXTRA, folder)} minutes more, add {ROUTE_EXTRA.summary}: "
+            + "; ".join(_stop_text(stem, sections) for stem, sections in ROUTE_EXTRA.stops)
+            + ".",
             "",
             f"| lesson | {heads} |",
             "|---:|---|---|",

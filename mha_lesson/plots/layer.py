@@ -17,11 +17,12 @@ from matplotlib.text import Text
 from .._checks import check_heads, check_positive_int
 
 # The boxes from left to right, in the order the code runs them: (key, heading, the lessons that teach it). The
-# split is argued in lesson 2 (why d_k = d_model / h) and coded in lesson 6; the concept map uses the same order.
+# split is argued in lesson 2 (why d_k = d_model / h), drawn as column blocks in lesson 3 and coded in lesson 6; the
+# concept map uses the same order.
 STAGES = (
     ("input", "input x", ""),
     ("project", "project: Q, K, V", "lesson 3"),
-    ("split", "split into heads", "lessons 2 and 6"),
+    ("split", "split into heads", "lessons 2, 3 and 6"),
     ("attend", "attend per head", "lessons 4 and 7"),
     ("concat", "concatenate", "lesson 5"),
     ("mix", "mix with $W^O$", "lesson 6"),
