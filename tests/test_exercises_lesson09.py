@@ -28,6 +28,12 @@ def solution(
     return_pair=True,
     swap=(-3, -2),
     mask_axis=None,
+    use_softmax=True,
+    weights_first=False,
+    kv_swapped=False,
+    w_o_transposed=False,
+    split_sizes="from the end",
+    merge_by="reshape",
 ):
     """A learner's multi_head_attention; every keyword but the defaults plants one mistake."""
 
@@ -40,18 +46,24 @@ def solution(
             v = k
 
         def split(x):
+            if split_sizes == "numbers":  # written for case 1's (5, 8) into 2 heads of 4
+                return x.reshape(5, 2, 4).swapaxes(0, 1)
+            if split_sizes == "front":  # written for one sequence (n, d_model): x.shape[0] taken as the tokens
+                return x.reshape(x.shape[0], h, -1).swapaxes(0, 1)
             if split_transpose:
                 return x.reshape(*x.shape[:-1], h, d_k).swapaxes(*swap)
             return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)
 
-        Q, K, V = split(q @ params.w_q), split(k @ params.w_k), split(v @ params.w_v)
+        w_k, w_v = (params.w_v, params.w_k) if kv_swapped else (params.w_k, params.w_v)
+        Q, K, V = split(q @ params.w_q), split(k @ w_k), split(v @ w_v)
         K_t = {
             "swapaxes": lambda: K.swapaxes(-1, -2),
             "T": lambda: K.T,
             "none": lambda: K,
             "fixed": lambda: K.transpose(0, 2, 1),  # right for one sequence's (h, n, d_k), wrong for a batch
         }["T" if transpose_with_T else transpose]()
-        scores = Q @ K_t / {"d_k": np.sqrt(d_k), "d_model": np.sqrt(params.d_model), "none": 1.0}[scale]
+        divisor = {"d_k": np.sqrt(d_k), "d_model": np.sqrt(params.d_model), "none": 1.0, "d_k itself": d_k}[scale]
+        scores = Q @ K_t / divisor
         if mask is not None and mask_axis is not None:  # an axis added "for the heads"
             mask = np.expand_dims(mask, mask_axis)
         if mask is not None:
@@ -65,7 +77,9 @@ def solution(
                 scores = np.where(mask, -np.inf, scores)
             elif mask_mode == "zero":
                 scores = scores * mask
-        if own_softmax:  # the textbook formula: a row of -inf gives 0 / 0 = NaN
+        if not use_softmax:  # the scores handed on as the weights
+            weights = scores
+        elif own_softmax:  # the textbook formula: a row of -inf gives 0 / 0 = NaN
             e = np.exp(scores - scores.max(axis=axis, keepdims=True))
             weights = e / e.sum(axis=axis, keepdims=True)
         else:
@@ -73,10 +87,15 @@ def solution(
         if mask is not None and mask_mode == "after":  # masked once the softmax is done: rows no longer sum to 1
             weights = weights * mask
         heads = weights @ V
-        concat = heads.swapaxes(*swap)
-        concat = concat.reshape(*concat.shape[:-2], h * d_k)
-        out = concat @ params.w_o if w_o else concat
-        return (out, weights) if return_pair else out
+        if merge_by == "concat":  # right for one sequence's (h, n, d_k): the list runs over axis 0
+            concat = np.concatenate(list(heads), axis=-1)
+        else:
+            concat = heads.swapaxes(*swap)
+            concat = concat.reshape(*concat.shape[:-2], h * d_k)
+        out = concat @ (params.w_o.T if w_o_transposed else params.w_o) if w_o else concat
+        if not return_pair:
+            return out
+        return (weights, out) if weights_first else (out, weights)
 
     return fn
 
@@ -132,6 +151,14 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
         ({"mask_mode": "-1e9"}, 9, "spreads its weight evenly"),  # mha.softmax cannot rescue a row of -1e9 either
         ({"mask_mode": "+-1e9"}, 9, "keeps the softmax of its unmasked scores"),  # added as a bias
         ({"mask_mode": "+-1e9", "own_softmax": True}, 9, "added as a bias"),
+        ({"scale": "d_k itself"}, 1, "divided by d_k itself, not by its square root √d_k. Fix: divide them by np.sqrt"),
+        ({"use_softmax": False}, 1, "scaled scores themselves: the softmax over the keys is missing. Fix: weights ="),
+        ({"kv_swapped": True}, 1, "K from k @ params.w_v and V from v @ params.w_k. Fix: K = my_split(k @ params.w_k"),
+        ({"w_o_transposed": True}, 1, "W^O transposed, concat @ params.w_o.T; rows i·d_k to (i+1)·d_k of params.w_o"),
+        ({"weights_first": True}, 1, "Cause: the pair is in the wrong order, (weights, output). Fix: return output"),
+        ({"split_sizes": "numbers"}, 2, "Cause: the sizes given to reshape fit one shape only"),
+        ({"split_sizes": "front"}, 5, "Cause: the sizes given to reshape fit one shape only"),
+        ({"merge_by": "concat"}, 5, "Cause: the merge lays the slices along axis 0 side by side"),
     ],
 )
 def test_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explanation):
@@ -165,6 +192,7 @@ def test_a_fixed_axes_transpose_fails_on_the_first_batch_and_says_count_from_the
     first_batch = next(i for i, c in enumerate(ex.CASES, start=1) if c.q.ndim == 3)
     assert feedback.message.startswith(f"case {first_batch} of"), feedback.message
     assert "axes don't match array" in feedback.message and "count from the end" in feedback.message
+    assert "fits only arrays with exactly that many axes" in feedback.message  # true on a batch and on one head
 
 
 def test_the_hint_follows_numpys_messages_for_each_wrong_transpose():
@@ -232,12 +260,27 @@ def test_diagnosis_only_names_a_mistake_that_reproduces_the_result():
 # --- stage 1: one head -----------------------------------------------------------------------------------
 
 
-def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1, transpose_with_T=False, transpose=""):
+def attention(
+    *,
+    scale=True,
+    mask_mode="-inf",
+    own_softmax=False,
+    axis=-1,
+    transpose_with_T=False,
+    transpose="",
+    by_d_k=False,
+    use_softmax=True,
+    weights_first=False,
+):
     """A learner's scaled dot-product attention for (..., n, d_k) arrays; each keyword plants one mistake."""
 
     def fn(Q, K, V, mask=None):
-        K_t = K.T if transpose_with_T else (K if transpose == "none" else K.swapaxes(-1, -2))
-        scores = Q @ K_t / (np.sqrt(Q.shape[-1]) if scale else 1.0)
+        if transpose == "fixed":  # right for a stack of heads (h, n, d_k), wrong for one head (n, d_k)
+            K_t = K.transpose(0, 2, 1)
+        else:
+            K_t = K.T if transpose_with_T else (K if transpose == "none" else K.swapaxes(-1, -2))
+        d_k = Q.shape[-1]
+        scores = Q @ K_t / (d_k if by_d_k else np.sqrt(d_k) if scale else 1.0)
         if mask is not None:
             scores = {
                 "-inf": lambda: np.where(mask, scores, -np.inf),
@@ -247,14 +290,16 @@ def attention(*, scale=True, mask_mode="-inf", own_softmax=False, axis=-1, trans
                 "zero": lambda: scores * mask,
                 "after": lambda: scores,  # masked below, once the softmax is done
             }[mask_mode]()
-        if own_softmax:
+        if not use_softmax:
+            weights = scores
+        elif own_softmax:
             e = np.exp(scores - scores.max(axis=axis, keepdims=True))
             weights = e / e.sum(axis=axis, keepdims=True)
         else:
             weights = mha.softmax(scores, axis=axis)
         if mask is not None and mask_mode == "after":
             weights = np.where(mask, weights, 0.0)
-        return weights @ V, weights
+        return (weights, weights @ V) if weights_first else (weights @ V, weights)
 
     return fn
 
@@ -283,6 +328,10 @@ def test_stage_1_a_right_head_and_the_library_pass():
         ({"mask_mode": "-1e9", "own_softmax": True}, 4, "-1e9, not -inf"),
         ({"mask_mode": "+-1e9"}, 4, "keeps the softmax of its unmasked scores"),
         ({"transpose_with_T": True}, 3, "K.T reverses every axis"),  # 2-d cases pass: K.T is right there
+        ({"by_d_k": True}, 1, "divided by d_k itself, not by its square root √d_k. Fix: divide them by np.sqrt(d_k)"),
+        ({"use_softmax": False}, 1, "scaled scores themselves: the softmax over the keys is missing. Fix: weights ="),
+        ({"weights_first": True}, 1, "Cause: the pair is in the wrong order, (weights, output). Fix: return output"),
+        ({"transpose": "fixed"}, 1, "fits only arrays with exactly that many axes"),  # one head (n, d_k): 2 axes
     ],
 )
 def test_stage_1_each_mistake_fails_first_in_its_case_and_is_named(mistake, case, explanation):
@@ -503,3 +552,308 @@ def test_a_float_head_width_from_true_division_is_named_with_integer_division_as
     assert "raised TypeError" in message and "Cause: a size given to reshape is a float" in message
     other = ex.check_split_merge(lambda x, h: x.reshape(h, "3"), merge).message  # another TypeError: no guess
     assert "raised TypeError" in other and "Cause" not in other
+
+
+# --- the newcomers' mistakes: each named with its cause and fix, in every stage where it can occur ------------
+
+
+def rows_softmax(scores):
+    """The textbook softmax over the keys (the last axis), for the cases without a mask."""
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def worst(got, want):
+    """The entry where got is farthest from want, as the check prints its index, and the two values there."""
+    where = np.unravel_index(np.abs(got - want).argmax(), got.shape)
+    return ", ".join(str(int(i)) for i in where), got[where], want[where]
+
+
+def vars_of(case):
+    """A stage 2 case's arguments, (q, k, v, params, mask)."""
+    return case.q, case.k, case.v, case.params, case.mask
+
+
+def layer_by_hand(case, *, divisor="√d_k", kv_swapped=False, w_o_transposed=False):
+    """Case 1's layer (no mask) written out with this file's split and merge: (output, weights)."""
+    p = case.params
+    w_k, w_v = (p.w_v, p.w_k) if kv_swapped else (p.w_k, p.w_v)
+    Q, K, V = split(case.q @ p.w_q, p.h), split(case.k @ w_k, p.h), split(case.v @ w_v, p.h)
+    d_k = Q.shape[-1]
+    weights = rows_softmax(Q @ K.swapaxes(-1, -2) / (np.sqrt(d_k) if divisor == "√d_k" else d_k))
+    return merge(weights @ V) @ (p.w_o.T if w_o_transposed else p.w_o), weights
+
+
+def test_scores_divided_by_d_k_are_named_in_both_stages_at_the_entry_they_get_wrong():
+    case = ex.HEAD_CASES[0]
+    assert case.mask is None and case.q.shape[-1] == 4  # √4 = 2 is not 4: the two divisors differ
+    scores = case.q @ case.k.T
+    index, got, want = worst(rows_softmax(scores / 4), rows_softmax(scores / 2))
+    assert ex.check_attention(attention(by_d_k=True)).message == (
+        f"case 1 of 4, {case.name}: weights[{index}] is {got:.3g}, expected {want:.3g}. Cause: the scores are "
+        "divided by d_k itself, not by its square root √d_k. Fix: divide them by np.sqrt(d_k)."
+    )
+    layer_case = ex.CASES[0]
+    np.testing.assert_allclose(layer_by_hand(layer_case)[1], mha.multi_head_attention(*vars_of(layer_case))[1])
+    index, got, want = worst(layer_by_hand(layer_case, divisor="d_k")[1], layer_by_hand(layer_case)[1])
+    message = ex.check_capstone(solution(scale="d_k itself")).message
+    assert message.startswith(f"case 1 of 9, {layer_case.name}: weights[{index}] is {got:.3g}, expected {want:.3g}.")
+    assert "Cause: the scores are divided by d_k itself" in message and "Fix: divide them by np.sqrt(d_k)." in message
+    # the other scale mistakes keep their own causes, and a right answer passes
+    assert "d_k itself" not in ex.check_attention(attention(scale=False)).message
+    for other in ("none", "d_model"):
+        assert "d_k itself" not in ex.check_capstone(solution(scale=other)).message
+    assert ex.check_attention(attention()).correct and ex.check_capstone(solution()).correct
+
+
+def test_scores_handed_on_as_the_weights_are_named_a_missing_softmax():
+    case = ex.HEAD_CASES[0]
+    scores = case.q @ case.k.T / 2  # what this learner returns as the weights
+    index, got, want = worst(scores, rows_softmax(scores))
+    message = ex.check_attention(attention(use_softmax=False)).message
+    assert message == (
+        f"case 1 of 4, {case.name}: weights[{index}] is {got:.3g}, expected {want:.3g}. Cause: the weights are the "
+        "scaled scores themselves: the softmax over the keys is missing. Fix: weights = mha.softmax(scores, axis=-1), "
+        "one row per query over the keys, then weights @ V."
+    )
+    message = ex.check_capstone(solution(use_softmax=False)).message
+    assert message.startswith(f"case 1 of 9, {ex.CASES[0].name}: weights[")
+    assert "scaled scores themselves: the softmax over the keys is missing" in message
+    # no known mistake gives these, but negative weights cannot be a softmax's: unscaled scores, in both stages
+    assert (case.q @ case.k.T < 0).any()
+    for message in (
+        ex.check_attention(attention(scale=False, use_softmax=False)).message,
+        ex.check_capstone(solution(scale="none", use_softmax=False)).message,
+    ):
+        assert message.startswith("case 1 of") and "Cause: some weights are negative" in message, message
+        assert "Fix: weights = mha.softmax(scores, axis=-1)" in message
+
+    def right_output_scores_as_weights(Q, K, V, mask=None):
+        out, _ = attention()(Q, K, V, mask)
+        return out, Q @ K.swapaxes(-1, -2) / np.sqrt(Q.shape[-1])
+
+    message = ex.check_attention(right_output_scores_as_weights).message
+    assert "weights[" in message and "output[" not in message and "some weights are negative" in message
+    # weights that are not a softmax's but never negative: their own cause, or none, never a missing softmax
+    after = ex.check_attention(attention(mask_mode="after")).message
+    assert "applied after the softmax" in after and "softmax over the keys is missing" not in after
+    assert "negative" not in ex.check_capstone(solution(mask_mode="after")).message
+
+    def shifted(Q, K, V, mask=None):
+        out, weights = attention()(Q, K, V, mask)
+        return out, weights + 0.1
+
+    assert "Cause" not in ex.check_attention(shifted).message
+
+
+def test_a_pair_in_the_wrong_order_is_named_with_both_shapes_and_the_reference_order():
+    case = ex.HEAD_CASES[0]
+    n_q, n_kv, d_k = case.q.shape[0], case.k.shape[0], case.v.shape[1]
+    assert ex.check_attention(attention(weights_first=True)).message == (
+        f"case 1 of 4, {case.name}: it returned (weights, output): the first array has the weights' shape "
+        f"{(n_q, n_kv)}, the second the output's {(n_q, d_k)}. Cause: the pair is in the wrong order, (weights, "
+        "output). Fix: return output, weights, the order mha.scaled_dot_product_attention gives."
+    )
+    layer_case = ex.CASES[0]
+    h, n, d_model = layer_case.params.h, *layer_case.q.shape
+    message = ex.check_capstone(solution(weights_first=True)).message
+    assert message.startswith(f"case 1 of 9, {layer_case.name}: it returned (weights, output)"), message
+    assert f"the weights' shape {(h, n, n)}, the second the output's {(n, d_model)}" in message
+    assert "Fix: return output, weights, the order mha.multi_head_attention gives." in message
+    # the wrong order and a wrong scale: both are named, the second at the entry it gets wrong
+    scores = case.q @ case.k.T
+    index, got, want = worst(rows_softmax(scores / 4), rows_softmax(scores / 2))
+    message = ex.check_attention(attention(weights_first=True, by_d_k=True)).message
+    assert "Cause: the pair is in the wrong order" in message
+    swapped_back = f"Swapped back, weights[{index}] is {got:.3g}, expected {want:.3g}. Cause: the scores are divided"
+    assert swapped_back in message, message
+    # two arrays of other shapes, or two outputs, are not blamed on the order
+    for fn in (lambda Q, K, V, mask=None: (Q, K), lambda Q, K, V, mask=None: (attention()(Q, K, V)[0],) * 2):
+        assert "wrong order" not in ex.check_attention(fn).message
+
+
+def test_stage_1_names_its_own_reference_when_the_result_is_not_a_pair():
+    message = ex.check_attention(lambda Q, K, V, mask=None: Q @ K.swapaxes(-1, -2)).message
+    assert "returned ndarray; return a pair (output, weights), as mha.scaled_dot_product_attention does" in message
+    assert "multi_head_attention" not in message
+    message = ex.check_capstone(solution(return_pair=False)).message  # stage 2 keeps the layer's name
+    assert "return a pair (output, weights), as mha.multi_head_attention does" in message
+
+
+def test_stage_1_success_says_which_of_the_five_steps_it_is():
+    for fn in (attention(), mha.scaled_dot_product_attention):
+        feedback = ex.check_attention(fn)
+        assert feedback.correct and feedback.message.endswith(
+            "That is step 3 of the layer's five; stage 2 puts them together."
+        )
+
+
+def test_a_fixed_axes_transpose_on_one_head_gets_a_cause_true_for_two_axes():
+    one, stack = ex.HEAD_CASES[0], ex.HEAD_CASES[2]
+    fixed = attention(transpose="fixed")
+    with pytest.raises(ValueError, match="axes don't match array"):  # numpy's own words, on one head's (5, 4)
+        one.k.transpose(0, 2, 1)
+    got = fixed(stack.q, stack.k, stack.v, stack.mask)  # on a stack of heads, (2, 5, 4), it is right
+    np.testing.assert_allclose(got[1], attention()(stack.q, stack.k, stack.v, stack.mask)[1])
+    message = ex.check_attention(fixed).message
+    assert message.startswith(f"case 1 of 4, {one.name}: it raised ValueError: axes don't match array. Cause: a ")
+    assert "fits only arrays with exactly that many axes" in message and "one head or sequence" in message
+    assert "Fix: count from the end: K.swapaxes(-1, -2) for the keys" in message
+    assert "fails on a batch" not in message  # not true here: the case is one head, an axis fewer
+    assert "exactly that many axes" not in ex.check_attention(attention(transpose_with_T=True)).message
+
+
+def test_keys_and_values_projected_with_each_others_matrices_are_named():
+    case = ex.CASES[0]
+    p = case.params
+    assert not np.allclose(p.w_k, p.w_v)
+    index, got, want = worst(layer_by_hand(case, kv_swapped=True)[1], layer_by_hand(case)[1])
+    message = ex.check_capstone(solution(kv_swapped=True)).message
+    assert message == (
+        f"case 1 of 9, {case.name}: weights[{index}] is {got:.3g}, expected {want:.3g}. Cause: the keys and values "
+        "are projected with each other's matrices, K from k @ params.w_v and V from v @ params.w_k. Fix: K = "
+        "my_split(k @ params.w_k, h), V = my_split(v @ params.w_v, h)."
+    )
+    for other in ({"kv_from_q": True}, {"v_from_k": True}):  # their own causes, not this one
+        assert "each other's matrices" not in ex.check_capstone(solution(**other)).message
+
+
+def test_w_o_transposed_is_named_at_the_output_entry_it_gets_wrong():
+    case = ex.CASES[0]
+    assert not np.allclose(case.params.w_o, case.params.w_o.T)
+    (got_out, got_w), (want_out, want_w) = layer_by_hand(case, w_o_transposed=True), layer_by_hand(case)
+    np.testing.assert_allclose(got_w, want_w)  # the weights are right: the output is named
+    index, got, want = worst(got_out, want_out)
+    message = ex.check_capstone(solution(w_o_transposed=True)).message
+    assert message == (
+        f"case 1 of 9, {case.name}: output[{index}] is {got:.3g}, expected {want:.3g}. Cause: the concatenated heads "
+        "are multiplied by W^O transposed, concat @ params.w_o.T; rows i·d_k to (i+1)·d_k of params.w_o are the ones "
+        "that read head i. Fix: my_merge(heads) @ params.w_o."
+    )
+    assert "transposed" not in ex.check_capstone(solution(w_o=False)).message
+
+
+def test_split_and_merge_sizes_fixed_for_one_case_are_named_with_sizes_counted_from_the_end():
+    (_, x1, h1), (label2, x2, h2) = ex.SPLIT_CASES
+    split_fix = (
+        "Fix: take the sizes from x.shape, counting from the end: x.reshape(*x.shape[:-1], h, x.shape[-1] // h)."
+    )
+    merge_fix = "x.swapaxes(-3, -2).reshape(*x.shape[:-3], x.shape[-2], -1)."
+    y2 = split(x2, h2)
+    np.testing.assert_array_equal(y2.swapaxes(-3, -2).reshape(*y2.shape[:-3], y2.shape[-2], -1), x2)  # the fix works
+
+    def numbers(x, h):  # written for case 1, (5, 8) into 2 heads of 4
+        return x.reshape(5, 2, 4).swapaxes(0, 1)
+
+    def front(x, h):  # written for one sequence (n, d_model)
+        return x.reshape(x.shape[0], h, -1).swapaxes(0, 1)
+
+    for one_sequence_only in (numbers, front):
+        np.testing.assert_array_equal(one_sequence_only(x1, h1), split(x1, h1))  # case 1 cannot tell
+    message = ex.check_split_merge(numbers, merge).message
+    assert message.startswith(
+        f"case 2 of 2, {label2}: split raised ValueError: cannot reshape array of size 180 into shape (5,2,4). Cause: "
+        "the sizes given to reshape fit one shape only: numbers written for one case"
+    )
+    assert message.endswith(split_fix) and "axis 0 is the tokens of one sequence but the batch" in message
+    message = ex.check_split_merge(lambda x, h: x.reshape(5, 4, 3), merge).message  # the sizes of another case
+    assert message.startswith("case 1 of 2") and "size 40 into shape (5,4,3). Cause: the sizes" in message
+    message = ex.check_split_merge(front, merge).message
+    shape = (h2, x2.shape[0], x2.shape[1] * x2.shape[2] // h2)  # (4, 3, 15): the batch read as the tokens
+    assert message == (
+        f"case 2 of 2, {label2}: split gave shape {shape}, expected (..., h, n, d_k) = {y2.shape}. Cause: "
+        + ex.SPLIT_SIZES
+    )
+    assert message.endswith(split_fix)
+
+    def merge_numbers(x):  # written for case 1's (2, 5, 4)
+        return x.swapaxes(0, 1).reshape(5, 8)
+
+    np.testing.assert_array_equal(merge_numbers(split(x1, h1)), x1)
+    message = ex.check_split_merge(split, merge_numbers).message
+    assert message.startswith(
+        f"case 2 of 2, {label2}: merge raised ValueError: cannot reshape array of size 180 into shape (5,8). Cause: "
+        "the sizes given to reshape fit one shape only"
+    )
+    assert "axis 0 is the heads of one sequence but the batch of a batch" in message and message.endswith(merge_fix)
+    # in the layer: the numbers fail on case 2, (4, 6) with one head; x.shape[0] fails on the first batch
+    message = ex.check_capstone(solution(split_sizes="numbers")).message
+    assert message.startswith(
+        f"case 2 of 9, {ex.CASES[1].name}: it raised ValueError: cannot reshape array of size "
+        f"{4 * 6} into shape (5,2,4). Cause: the sizes given to reshape fit one shape only"
+    )
+    assert (
+        "x.reshape(*x.shape[:-1], h, x.shape[-1] // h) to split" in message and f"{merge_fix[:-1]} to merge" in message
+    )
+    batch = ex.CASES[4]
+    flat = batch.q.reshape(3, 2, -1).swapaxes(0, 1)  # (2, 3, 20): its scores are (2, 3, 3)
+    scores_shape = "(" + ",".join(map(str, (*flat.shape[:-1], flat.shape[-2]))) + ")"
+    message = ex.check_capstone(solution(split_sizes="front")).message
+    assert message.startswith(f"case 5 of 9, {batch.name}: it raised ValueError") and scores_shape in message
+    assert message.endswith(split_fix) and "to merge" not in message
+    # other errors keep their own causes, or none
+    assert "sizes given to reshape" not in ex.check_capstone(solution(swap=(0, 1))).message
+    assert "sizes given to reshape" not in ex.check_capstone(solution(transpose="fixed")).message
+    assert "Cause" not in ex.check_split_merge(lambda x, h: np.stack(np.split(x, 3, axis=-1)), merge).message
+
+    def wrong_width(q, k, v, params, mask=None):
+        return mha.multi_head_attention(q[..., :-1], k, v, params, mask)
+
+    assert "Cause" not in ex.check_capstone(wrong_width).message
+
+
+def test_a_merge_that_concatenates_over_axis_0_is_named_on_a_batch():
+    (_, x1, h1), (label2, x2, h2) = ex.SPLIT_CASES
+
+    def concat_merge(x):
+        return np.concatenate(list(x), axis=-1)
+
+    np.testing.assert_array_equal(concat_merge(split(x1, h1)), x1)  # one sequence (h, n, d_k): right
+    batch, n, d_model = x2.shape
+    got_shape = (h2, n, batch * d_model // h2)  # (4, 5, 9): the batch's sequences side by side
+    assert concat_merge(split(x2, h2)).shape == got_shape
+    message = ex.check_split_merge(split, concat_merge).message
+    assert message.startswith(
+        f"case 2 of 2, {label2}: merge gave shape {got_shape}; it must give x back, shape {x2.shape}. Cause: the merge "
+        "lays the slices along axis 0 side by side, as np.concatenate(list(x), axis=-1) does"
+    )
+    assert "on a batch (batch, h, n, d_k) axis 0 is the batch" in message
+    assert message.endswith("then reshape: x.swapaxes(-3, -2).reshape(*x.shape[:-3], x.shape[-2], -1).")
+    # in the layer: on the first batch, (h, n, 3 sequences · d_k = 12) meets W^O's 8 rows
+    case = ex.CASES[4]
+    message = ex.check_capstone(solution(merge_by="concat")).message
+    width = case.q.shape[0] * case.params.d_k
+    assert message.startswith(f"case 5 of 9, {case.name}: it raised ValueError"), message
+    assert f"(size {case.params.d_model} is different from {width})" in message  # numpy's matmul error
+    assert "Cause: the merge lays the slices along axis 0 side by side" in message
+    # other wrong merges keep their own messages
+
+    def merge01(x):
+        y = x.swapaxes(0, 1)
+        return y.reshape(*y.shape[:-2], y.shape[-2] * y.shape[-1])
+
+    def reshape_merge(x):
+        return x.reshape(*x.shape[:-3], x.shape[-2], -1)
+
+    for other in (merge01, reshape_merge):
+        assert "side by side" not in ex.check_split_merge(split, other).message
+    assert "side by side" not in ex.check_capstone(solution(swap=(0, 1))).message
+    assert ex.check_split_merge(split, merge).correct and ex.check_capstone(solution(), split, merge).correct
+
+
+def test_a_fixed_axes_transpose_in_split_or_merge_is_named_there_too():
+    def split_fixed(x, h):
+        return x.reshape(*x.shape[:-1], h, x.shape[-1] // h).transpose(1, 0, 2)
+
+    def merge_fixed(x):
+        return x.transpose(1, 0, 2).reshape(x.shape[1], -1)
+
+    x1, h1 = ex.SPLIT_CASES[0][1:]
+    np.testing.assert_array_equal(split_fixed(x1, h1), split(x1, h1))  # one sequence: right
+    np.testing.assert_array_equal(merge_fixed(split(x1, h1)), x1)
+    for message, who in (
+        (ex.check_split_merge(split_fixed, merge).message, "split"),
+        (ex.check_split_merge(split, merge_fixed).message, "merge"),
+    ):
+        assert message.startswith(f"case 2 of 2, {ex.SPLIT_CASES[1][0]}: {who} raised ValueError: axes don't match")
+        assert "Cause: a transpose with fixed axes" in message and ".swapaxes(-3, -2) for the heads" in message

@@ -7,10 +7,14 @@ check_split_merge(split, merge), against mha.split_heads and mha.merge_heads), o
 shapes, one head and many, a causal mask, a padded batch, a batch with causal and padding masks, cross-attention
 alone and in a padded batch, a query that may see no key) against mha.multi_head_attention.
 Each names the first case that fails and one entry that came out wrong against what was expected; when the result
-equals that of a known mistake (the scale, the mask, a -1e9 mask with a plain softmax or added as a bias, the head
-split, W^O, values from k, ...), or the error or a shape is numpy's answer to a wrong transpose of the keys (`K.T` on
-a stack of heads, no transpose, fixed axes on a batch), to a mask given an extra axis, to heads split with
-swapaxes(0, 1) on a batch, or to a float size from d_model / h, it says which ("Cause:") and what to change ("Fix:").
+equals that of a known mistake (no scale, d_k for √d_k, √d_model, the mask, a -1e9 mask with a plain softmax or added
+as a bias, no softmax, the softmax's axis, the head split, W^O missing or transposed, keys from q, values from k, keys
+and values projected with each other's matrices, ...), when the weights are negative (no softmax made them), when the
+pair comes back as (weights, output), or when the error or a shape is numpy's answer to a wrong transpose of the keys
+(`K.T` on a stack of heads, no transpose, fixed axes on arrays with another number of axes), to a mask given an extra
+axis, to heads split with swapaxes(0, 1) on a batch, to reshape sizes fixed for one case (numbers, or x.shape[0] read
+as the tokens), to a merge by np.concatenate(list(x), axis=-1) on a batch, or to a float size from d_model / h, it
+says which ("Cause:") and what to change ("Fix:").
 """
 
 from __future__ import annotations
@@ -128,13 +132,31 @@ TRANSPOSE_OR_NONE = (
 NO_TRANSPOSE = "the keys are not transposed. Fix: scores = Q @ K.swapaxes(-1, -2), one query row against each key."
 FIXED_AXES = (
     "a transpose with fixed axes, such as K.transpose(0, 2, 1) on the keys or x.transpose(1, 0, 2) in a split, "
-    "fails on a batch, whose arrays have one axis more. Fix: count from the end: K.swapaxes(-1, -2) for the keys, "
-    ".swapaxes(-3, -2) for the heads."
+    "fits only arrays with exactly that many axes, and the cases pass one head or sequence, stacks of heads and "
+    "batches, with 2, 3 or 4 axes. Fix: count from the end: K.swapaxes(-1, -2) for the keys, .swapaxes(-3, -2) for "
+    "the heads."
 )
 FIX_MASK = "np.where(mask, scores, -np.inf)."
 FLOAT_SIZE = (
     "a size given to reshape is a float: d_model / h is 3.0, not 3, in Python even when h divides d_model. Fix: "
     "integer division, d_k = d_model // h."
+)
+SPLIT_FROM_END = "x.reshape(*x.shape[:-1], h, x.shape[-1] // h)"
+MERGE_FROM_END = "x.swapaxes(-3, -2).reshape(*x.shape[:-3], x.shape[-2], -1)"
+SIZES = (
+    "the sizes given to reshape fit one shape only: numbers written for one case, or sizes read from the front of "
+    "x.shape, whose axis 0 is the {axis0} of one sequence but the batch of a batch."
+)
+FROM_END = "Fix: take the sizes from x.shape, counting from the end:"
+SPLIT_SIZES = f"{SIZES.format(axis0='tokens')} {FROM_END} {SPLIT_FROM_END}."
+MERGE_SIZES = f"{SIZES.format(axis0='heads')} {FROM_END} {MERGE_FROM_END}."
+LAYER_SIZES = (
+    f"{SIZES.format(axis0='tokens (or the heads)')} {FROM_END} {SPLIT_FROM_END} to split, {MERGE_FROM_END} to merge."
+)
+CONCAT = (
+    "the merge lays the slices along axis 0 side by side, as np.concatenate(list(x), axis=-1) does: right for one "
+    "sequence (h, n, d_k), whose axis 0 is the heads, but on a batch (batch, h, n, d_k) axis 0 is the batch. Fix: swap "
+    f"the heads and the tokens first, counted from the end, then reshape: {MERGE_FROM_END}."
 )
 SWAP_01 = (
     "the heads are split with swapaxes(0, 1): on a batch, (batch, n, h, d_k) has the batch on axis 0 and the tokens "
@@ -257,25 +279,28 @@ def _variant(
     split_transpose: bool = True,
     merge_transpose: bool = True,
     w_o: bool = True,
+    w_o_transposed: bool = False,
     kv_from_q: bool = False,
     v_from_k: bool = False,
+    kv_swapped: bool = False,
+    use_softmax: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """multi-head attention on case with one deliberate change; the defaults give the correct result."""
     p = case.params
     h, d_k = p.h, p.d_k
     k, v = (case.q, case.q) if kv_from_q else (case.k, case.k if v_from_k else case.v)
+    w_k, w_v = (p.w_v, p.w_k) if kv_swapped else (p.w_k, p.w_v)  # the mistake: each other's projections
 
     def split(x: np.ndarray) -> np.ndarray:  # (..., n, d_model) -> (..., h, n, d_k)
         if split_transpose:
             return x.reshape(*x.shape[:-1], h, d_k).swapaxes(-3, -2)
         return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)  # the reshape-only mistake: heads of tokens
 
-    Q, K, V = split(case.q @ p.w_q), split(k @ p.w_k), split(v @ p.w_v)
-    divisor = {"d_k": math.sqrt(d_k), "d_model": math.sqrt(p.d_model), "none": 1.0}[scale]
-    scores = Q @ K.swapaxes(-1, -2) / divisor  # (..., h, n_q, n_kv)
+    Q, K, V = split(case.q @ p.w_q), split(k @ w_k), split(v @ w_v)
+    scores = Q @ K.swapaxes(-1, -2) / _divisor(scale, d_k, p.d_model)  # (..., h, n_q, n_kv)
     if case.mask is not None and mask_mode not in ("ignored", "after"):
         scores = _masked(scores, case.mask, mask_mode)
-    weights = (plain_softmax if mask_mode in ("-1e9", "+-1e9") else softmax)(scores, axis=axis)
+    weights = _weights(scores, mask_mode, axis, use_softmax)
     if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
         weights = np.where(case.mask, weights, 0.0)
     heads = weights @ V  # (..., h, n_q, d_k)
@@ -283,16 +308,48 @@ def _variant(
         concat = heads.swapaxes(-3, -2).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)  # (..., n_q, d_model)
     else:
         concat = heads.reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)  # the mirror image: tokens mixed
-    return (concat @ p.w_o if w_o else concat), weights
+    if not w_o:
+        return concat, weights
+    return concat @ (p.w_o.T if w_o_transposed else p.w_o), weights
+
+
+def _divisor(scale: str, d_k: int, d_model: int) -> float:
+    """What the scores are divided by: "d_k" gives √d_k (right); "d_model", "none" and "d_k, no root" are mistakes."""
+    return {"d_k": math.sqrt(d_k), "d_model": math.sqrt(d_model), "none": 1.0, "d_k, no root": float(d_k)}[scale]
+
+
+def _weights(scores: np.ndarray, mask_mode: str, axis: int, use_softmax: bool) -> np.ndarray:
+    """The weights from the (masked) scores: the plain softmax for a -1e9 mask, else mha.softmax, or the scores
+    themselves when not use_softmax (the mistake)."""
+    if not use_softmax:
+        return scores
+    return (plain_softmax if mask_mode in ("-1e9", "+-1e9") else softmax)(scores, axis=axis)
 
 
 NO_SCALE = "the scores are not divided by √d_k. Fix: divide Q @ K.swapaxes(-1, -2) by np.sqrt(d_k)."
+BY_D_K = "the scores are divided by d_k itself, not by its square root √d_k. Fix: divide them by np.sqrt(d_k)."
+SOFTMAX_FIX = "Fix: weights = mha.softmax(scores, axis=-1), one row per query over the keys, then weights @ V."
+NO_SOFTMAX = f"the weights are the scaled scores themselves: the softmax over the keys is missing. {SOFTMAX_FIX}"
+NEGATIVE_WEIGHTS = (
+    "some weights are negative, which a softmax's never are (they are ≥ 0, and each query's sum to 1 over the keys): "
+    f"these weights did not come out of a softmax over the keys. {SOFTMAX_FIX}"
+)
+ORDER = "the pair is in the wrong order, (weights, output). Fix: return output, weights, the order {reference} gives."
+KV_SWAPPED = (
+    "the keys and values are projected with each other's matrices, K from k @ params.w_v and V from v @ params.w_k. "
+    "Fix: K = my_split(k @ params.w_k, h), V = my_split(v @ params.w_v, h)."
+)
+W_O_TRANSPOSED = (
+    "the concatenated heads are multiplied by W^O transposed, concat @ params.w_o.T; rows i·d_k to (i+1)·d_k of "
+    "params.w_o are the ones that read head i. Fix: my_merge(heads) @ params.w_o."
+)
 FLIPPED = "the mask is read the wrong way round (True = may attend). Fix: np.where(mask, scores, -np.inf)."
 IGNORED = "the mask is never applied to the scores. " + MINUS_INF_FIX
 MASK_ZERO = "masked scores became 0, and exp(0) = 1. Fix: set them to -inf instead."
 SOFTMAX_AXIS = "the softmax runs over the queries. Fix: axis=-1, so each query's row (over the keys) sums to 1."
 MISTAKES: dict[str, tuple[dict, str]] = {
     "no scale": ({"scale": "none"}, NO_SCALE),
+    "d_k, no root": ({"scale": "d_k, no root"}, BY_D_K),
     "√d_model": (
         {"scale": "d_model"},
         "each head divides by √d_model; its dot products have d_k terms. Fix: use √d_k.",
@@ -304,6 +361,7 @@ MISTAKES: dict[str, tuple[dict, str]] = {
     "mask with -1e9": ({"mask_mode": "-1e9"}, BIG_NEGATIVE),
     "mask added as -1e9": ({"mask_mode": "+-1e9"}, BIG_NEGATIVE_ADDED),
     "softmax axis": ({"axis": -2}, SOFTMAX_AXIS),
+    "no softmax": ({"use_softmax": False}, NO_SOFTMAX),
     "reshape only": (
         {"split_transpose": False},
         "the heads are split with a reshape alone, which cuts the tokens into heads. Fix: reshape to "
@@ -322,11 +380,13 @@ MISTAKES: dict[str, tuple[dict, str]] = {
         {"w_o": False},
         "the concatenated heads are returned without the output projection W^O. Fix: my_merge(heads) @ params.w_o.",
     ),
+    "W^O transposed": ({"w_o_transposed": True}, W_O_TRANSPOSED),
     "keys from q": (
         {"kv_from_q": True},
         "keys and values must come from k and v, not from q. Fix: K from k @ params.w_k, V from v @ params.w_v.",
     ),
     "values from k": ({"v_from_k": True}, "values must come from v, not from k. Fix: V = my_split(v @ params.w_v, h)."),
+    "keys and values swapped": ({"kv_swapped": True}, KV_SWAPPED),
 }
 
 
@@ -346,10 +406,11 @@ def diagnose(case: Case, got: tuple[np.ndarray, np.ndarray]) -> str | None:
 
 
 # --- the check -------------------------------------------------------------------------------------------------
-def _as_pair(result: object) -> tuple[np.ndarray, np.ndarray] | str:
-    """The function's result as (output, weights) float arrays, or what is wrong with it."""
+def _as_pair(result: object, reference: str = "mha.multi_head_attention") -> tuple[np.ndarray, np.ndarray] | str:
+    """The function's result as (output, weights) float arrays, or what is wrong with it (reference: the library's
+    function that the stage compares to)."""
     if not isinstance(result, tuple | list) or len(result) != 2:
-        return f"returned {type(result).__name__}; return a pair (output, weights), as mha.multi_head_attention does"
+        return f"returned {type(result).__name__}; return a pair (output, weights), as {reference} does"
     try:
         return tuple(np.asarray(a, dtype=float) for a in result)  # type: ignore[return-value]
     except (TypeError, ValueError):
@@ -384,7 +445,37 @@ def check_case(fn: Callable, case: Case) -> str | None:
             shapes.append((*Qs.shape[:-1], Ks.shape[-2]))  # the scores, when the product works
         if any(text in problem for shape in shapes for text in _shape_texts(shape)):
             problem += f" Cause: {SWAP_01}"
+    if problem is not None and "Cause:" not in problem:
+        hint = _layer_shape_hint(case, problem)
+        problem += f" Cause: {hint}" if hint else ""
     return problem
+
+
+def _layer_shape_hint(case: Case, problem: str) -> str | None:
+    """LAYER_SIZES, SPLIT_SIZES or CONCAT when numpy's error in problem answers a split or merge written for one shape.
+
+    A reshape with sizes for another shape raises "cannot reshape array of size"; a split written for one sequence,
+    x.reshape(x.shape[0], h, -1) then a swap, makes (h, batch, n·d_k) heads of a batch, whose shapes (or the scores')
+    numpy's error then names; a merge by np.concatenate(list(heads), axis=-1) makes (h, n_q, batch·d_k), which meets
+    W^O's d_model rows in matmul's error.
+    """
+    if "cannot reshape array of size" in problem:
+        return LAYER_SIZES
+    if case.q.ndim < 3:
+        return None
+    p = case.params
+
+    def flat(x: np.ndarray) -> np.ndarray:  # the split written for a 2-d x, applied to a batch
+        return x.reshape(x.shape[0], p.h, -1).swapaxes(0, 1)
+
+    Qf, Kf = flat(case.q @ p.w_q), flat(case.k @ p.w_k)
+    shapes = [Qf.shape, Kf.shape, (*Qf.shape[:-1], Kf.shape[-2])]
+    if any(text in problem for shape in shapes for text in _shape_texts(shape)):
+        return SPLIT_SIZES
+    concat_width = case.q.shape[0] * p.d_k  # np.concatenate(list(heads), axis=-1): the batch side by side
+    if concat_width != p.d_model and f"size {p.d_model} is different from {concat_width})" in problem:
+        return CONCAT
+    return None
 
 
 def check_capstone(fn: object, split: object = None, merge: object = None) -> Feedback:
@@ -443,19 +534,23 @@ def _head_cases() -> list[HeadCase]:
 HEAD_CASES = _head_cases()
 
 
-def _head_variant(case: HeadCase, *, scale: bool = True, mask_mode: str = "-inf", axis: int = -1) -> tuple:
+def _head_variant(
+    case: HeadCase, *, scale: str = "d_k", mask_mode: str = "-inf", axis: int = -1, use_softmax: bool = True
+) -> tuple:
     """One head's attention on case with one deliberate change; the defaults give the correct result."""
-    scores = case.q @ case.k.swapaxes(-1, -2) / (math.sqrt(case.q.shape[-1]) if scale else 1.0)
+    d_k = case.q.shape[-1]
+    scores = case.q @ case.k.swapaxes(-1, -2) / _divisor(scale, d_k, d_k)
     if case.mask is not None and mask_mode not in ("ignored", "after"):
         scores = _masked(scores, case.mask, mask_mode)
-    weights = (plain_softmax if mask_mode in ("-1e9", "+-1e9") else softmax)(scores, axis=axis)
+    weights = _weights(scores, mask_mode, axis, use_softmax)
     if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
         weights = np.where(case.mask, weights, 0.0)
     return weights @ case.v, weights
 
 
 HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
-    "no scale": ({"scale": False}, NO_SCALE),
+    "no scale": ({"scale": "none"}, NO_SCALE),
+    "d_k, no root": ({"scale": "d_k, no root"}, BY_D_K),
     "flipped mask": ({"mask_mode": "flipped"}, FLIPPED),
     "mask ignored": ({"mask_mode": "ignored"}, IGNORED),
     "mask with 0": ({"mask_mode": "zero"}, MASK_ZERO),
@@ -463,6 +558,7 @@ HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
     "mask with -1e9": ({"mask_mode": "-1e9"}, BIG_NEGATIVE),
     "mask added as -1e9": ({"mask_mode": "+-1e9"}, BIG_NEGATIVE_ADDED),
     "softmax axis": ({"axis": -2}, SOFTMAX_AXIS),
+    "no softmax": ({"use_softmax": False}, NO_SOFTMAX),
 }
 
 
@@ -478,10 +574,12 @@ def _compare(
     diagnose_fn: Callable[[tuple], str | None],
     masked: bool = True,
     heads: tuple[np.ndarray, np.ndarray] | None = None,
+    reference: str = "mha.multi_head_attention",
 ) -> str | None:
     """None when fn(*args) returns a pair equal to want, else a sentence saying how it differs.
 
     heads: this case's (Q, K) heads, to recognise numpy's error for a wrong transpose of K (see transpose_hint).
+    reference: the library's function the stage compares to, named when the result is not a pair in its order.
     """
     try:
         with np.errstate(all="ignore"):  # a NaN is reported as a difference, not printed as a warning
@@ -490,18 +588,39 @@ def _compare(
         hint = transpose_hint(*heads, str(exc)) if heads is not None and isinstance(exc, ValueError) else None
         hint = hint or float_size_hint(exc) or mask_axis_hint(args[-1], want[1].shape, str(exc))
         return f"it raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else "")
-    got = _as_pair(result)
+    got = _as_pair(result, reference)
     if isinstance(got, str):
         return got
     if _matches(got, want):
         return None
+    back = (got[1], got[0])  # the pair the other way round
+    shapes_swapped = got[0].shape != got[1].shape and [a.shape for a in back] == [a.shape for a in want]
+    if shapes_swapped or _matches(back, want):
+        shapes = f"the first array has the weights' shape {got[0].shape}, the second the output's {got[1].shape}"
+        order = f"it returned (weights, output): {shapes}. Cause: {ORDER.format(reference=reference)}"
+        if _matches(back, want):
+            return order
+        return f"{order} Swapped back, {_explain(back, want, diagnose_fn, args[-1], masked)}"
+    return _explain(got, want, diagnose_fn, args[-1], masked)
+
+
+def _explain(
+    got: tuple[np.ndarray, np.ndarray],
+    want: tuple[np.ndarray, np.ndarray],
+    diagnose_fn: Callable[[tuple], str | None],
+    mask: object,
+    masked: bool,
+) -> str:
+    """How a pair (output, weights) that is not want differs from it: one entry, and the cause when one is known."""
     # the weights first: their index names the head, the query and the key
     name, g, w = next(
         (n, g, w)
         for n, g, w in zip(("weights", "output"), got[::-1], want[::-1], strict=True)
         if not _matches((g,), (w,))
     )
-    explanation = diagnose_fn(got) or mask_axis_hint(args[-1], want[1].shape, "", got[1].shape)
+    explanation = diagnose_fn(got) or mask_axis_hint(mask, want[1].shape, "", got[1].shape)
+    if explanation is None and got[1].shape == want[1].shape and (got[1] < 0).any():
+        explanation = NEGATIVE_WEIGHTS  # no softmax gives a negative weight: these are scores, or worse
     if explanation is None and masked and not np.isfinite(got[1]).all():
         explanation = NAN_ROW
     return _difference(name, g, w) + (f". Cause: {explanation}" if explanation else ".")
@@ -524,12 +643,14 @@ def check_attention(fn: object) -> Feedback:
             return None
 
         heads = (case.q, case.k)
-        problem = _compare(fn, (case.q, case.k, case.v, case.mask), want, diagnose_head, True, heads)
+        args = (case.q, case.k, case.v, case.mask)
+        problem = _compare(fn, args, want, diagnose_head, True, heads, "mha.scaled_dot_product_attention")
         if problem is not None:
             return wrong(f"case {i} of {len(HEAD_CASES)}, {case.name}: {problem}")
     return right(
         f"all {len(HEAD_CASES)} cases match mha.scaled_dot_product_attention: one head, n_q ≠ n_kv, a stack of "
-        "heads with a mask, and a query with nothing to see. That is step 3."
+        "heads with a mask, and a query with nothing to see. That is step 3 of the layer's five; stage 2 puts them "
+        "together."
     )
 
 
@@ -550,6 +671,16 @@ def _not_x(back: np.ndarray, x: np.ndarray) -> str:
     return f"x's shape {x.shape} but not its values: entry [{index}] is {back[where]:.3g}, x has {x[where]:.3g}"
 
 
+def _helper_error_hint(exc: BaseException, sizes: str) -> str | None:
+    """sizes (SPLIT_SIZES or MERGE_SIZES) for numpy's error to a reshape whose sizes do not fit x, FIXED_AXES for its
+    error to a transpose with another number of axes than x has, else None."""
+    if not isinstance(exc, ValueError):
+        return None
+    if "cannot reshape array of size" in str(exc):
+        return sizes
+    return FIXED_AXES if str(exc) == "axes don't match array" else None
+
+
 def check_split_merge(split: object, merge: object) -> Feedback:
     """Stage 2's helpers alone: split(x, h) equals mha.split_heads(x, h), merge undoes it, on SPLIT_CASES."""
     if split is None or merge is None:
@@ -568,9 +699,16 @@ def check_split_merge(split: object, merge: object) -> Feedback:
                 return wrong("split returned None: replace its return None with your code.")
             got = np.asarray(result, dtype=float)
         except Exception as exc:  # the learner's code may fail in any way: report it
-            hint = float_size_hint(exc)
+            hint = float_size_hint(exc) or _helper_error_hint(exc, SPLIT_SIZES)
             return wrong(f"{where}: split raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else ""))
         swapped = x.reshape(*x.shape[:-1], h, x.shape[-1] // h).swapaxes(0, 1)  # right for one sequence only
+        if x.ndim > 2:  # a split written for one sequence, x.reshape(x.shape[0], h, -1): the batch read as the tokens
+            flat = x.reshape(x.shape[0], h, -1).swapaxes(0, 1)
+            if got.shape == flat.shape and np.array_equal(got, flat):
+                return wrong(
+                    f"{where}: split gave shape {got.shape}, expected (..., h, n, d_k) = {want.shape}. "
+                    f"Cause: {SPLIT_SIZES}"
+                )
         if got.shape != want.shape and got.shape == swapped.shape and np.array_equal(got, swapped):
             return wrong(
                 f"{where}: split gave shape {got.shape}, expected (..., h, n, d_k) = {want.shape}. swapaxes(0, 1) "
@@ -592,7 +730,7 @@ def check_split_merge(split: object, merge: object) -> Feedback:
                 return wrong("merge returned None: replace its return None with your code.")
             back = np.asarray(result, dtype=float)
         except Exception as exc:  # the learner's code may fail in any way: report it
-            hint = float_size_hint(exc)
+            hint = float_size_hint(exc) or _helper_error_hint(exc, MERGE_SIZES)
             return wrong(f"{where}: merge raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else ""))
         if not np.array_equal(back, merge_heads(want)):
             if want.ndim > 3 and back.size == want.size and np.array_equal(back.ravel(), want.swapaxes(0, 1).ravel()):
@@ -603,6 +741,9 @@ def check_split_merge(split: object, merge: object) -> Feedback:
                 )
             if back.shape == x.shape and np.array_equal(back, want.reshape(x.shape)):
                 return wrong(f"{where}: merge reshapes alone and mixes tokens. Fix: swap the h and n axes back first.")
+            concatenated = np.concatenate(list(want), axis=-1)  # right for one sequence's (h, n, d_k) only
+            if want.ndim > 3 and back.shape == concatenated.shape and np.array_equal(back, concatenated):
+                return wrong(f"{where}: merge gave {_not_x(back, x)}. Cause: {CONCAT}")
             return wrong(f"{where}: merge gave {_not_x(back, x)}.")
     return right(
         "split gives head i columns i·d_k to (i+1)·d_k of every token, and merge lays them side by side again "
