@@ -389,7 +389,7 @@ ROUTES = (
 # What a route leaves out that a learner with a little more time reads next: step 4 and step 5's meaning.
 ROUTE_EXTRA = Route(
     "more time",
-    "what the routes leave of the five steps, the concatenation and what W^O does",
+    "the concatenation and what $W^O$ does, the rest of the five steps",
     (("05_concatenate_heads", ("1. Side by side",)), ("06_output_projection", W_O)),
 )
 
@@ -523,11 +523,11 @@ def routes_markdown(folder: Path = NOTEBOOKS) -> str:
             "",
             *textwrap.wrap(
                 "Open each lesson and run all its cells first (Run > Run All Cells): a section's code may use names "
-                "an earlier section made. Then read its opening (with the layer's picture) and the sections named by "
-                "their headings (*all*: all but the recap; an empty cell: skip the lesson, its opening too). A "
-                "route's minutes are the lessons' minutes shared out by section as a reader spent them, plus about "
-                f"{ROUTE_STOP_MINUTES:g} minutes a lesson for running it and finding your place. Both routes end "
-                "with the capstone: you write one head, then the whole layer.",
+                "an earlier section made. Then read its opening (from lesson 2 on, with the layer's picture) and the "
+                "sections named by their headings (*all*: all but the recap; an empty cell: skip the lesson, its "
+                "opening too). A route's minutes are the lessons' minutes shared out by section as a reader spent "
+                f"them, plus about {ROUTE_STOP_MINUTES:g} minutes a lesson for running it and finding your place. "
+                "Both routes end with the capstone: you write one head, then the whole layer.",
                 width=115,
                 break_on_hyphens=False,
             ),
