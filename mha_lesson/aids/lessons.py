@@ -301,7 +301,7 @@ class RouteReading:
     minutes: tuple[int, ...]
 
 
-# Three newcomers read routes through the core path and gave their minutes per stop. Each stop costs more than its
+# Five newcomers read routes through the core path and gave their minutes per stop. Each stop costs more than its
 # sections' share: running the lesson, its opening and picture, finding the headings. ROUTE_STOP_MINUTES is that
 # cost, their mean minutes beyond the share over every stop they read (tests/test_curriculum.py fits it).
 LESSON_1_BOTH = ("1. What a head does: one soft lookup per query", "3. The whole layer in one picture")
@@ -352,8 +352,31 @@ ROUTE_READINGS = (
         ),
         (5, 18, 34, 11, 30),
     ),
+    RouteReading(
+        "issue 31's third 2-hour route reader, 6 December 2026",
+        (
+            ("00_start_here", ROUTE_PAGE),
+            ("01_one_head_is_not_enough", (LESSON_1_BOTH[0], BINDING)),
+            ("03_projections", PROJECTIONS[:3]),
+            ("04_scaled_dot_product_attention", ATTENTION),
+            ("07_causal_mask", CAUSAL),
+            ("09_capstone", CAPSTONE_STAGES),
+        ),
+        (6, 20, 14, 27, 10, 33),
+    ),
+    RouteReading(
+        "issue 31's second 90-minute route reader, 6 December 2026",
+        (
+            ("00_start_here", ROUTE_PAGE),
+            ("03_projections", PROJECTIONS[:3]),
+            ("04_scaled_dot_product_attention", ATTENTION[1:]),
+            ("07_causal_mask", CAUSAL),
+            ("09_capstone", CAPSTONE_STAGES),
+        ),
+        (7, 13, 24, 9, 35),
+    ),
 )
-ROUTE_STOP_MINUTES = 4.5
+ROUTE_STOP_MINUTES = 4.0
 ROUTES = (
     # Both routes end with the capstone's stage 2, the learner's own multi-head layer, which with its contract takes
     # a route reader about 35 minutes; the capstone is the routes' one exercise, and its five steps stand in for
