@@ -34,6 +34,9 @@ def solution(
     w_o_transposed=False,
     split_sizes="from the end",
     merge_by="reshape",
+    split_by="reshape",
+    weights_t="none",
+    average_weights=False,
 ):
     """A learner's multi_head_attention; every keyword but the defaults plants one mistake."""
 
@@ -50,6 +53,10 @@ def solution(
                 return x.reshape(5, 2, 4).swapaxes(0, 1)
             if split_sizes == "front":  # written for one sequence (n, d_model): x.shape[0] taken as the tokens
                 return x.reshape(x.shape[0], h, -1).swapaxes(0, 1)
+            if split_by == "stack":  # the heads stacked on axis 0: right for one sequence only
+                return np.stack(np.split(x, h, axis=-1))
+            if split_by == "d_k, h":  # (..., n, d_k, h): head i gets every h-th column
+                return np.moveaxis(x.reshape(*x.shape[:-1], d_k, h), -1, -3)
             if split_transpose:
                 return x.reshape(*x.shape[:-1], h, d_k).swapaxes(*swap)
             return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)
@@ -61,8 +68,18 @@ def solution(
             "T": lambda: K.T,
             "none": lambda: K,
             "fixed": lambda: K.transpose(0, 2, 1),  # right for one sequence's (h, n, d_k), wrong for a batch
+            "swap01": lambda: K.swapaxes(0, 1),  # right for one head (n, d_k) only
+            "swap12": lambda: K.swapaxes(1, 2),  # right for one sequence's (h, n, d_k), wrong for a batch
         }["T" if transpose_with_T else transpose]()
-        divisor = {"d_k": np.sqrt(d_k), "d_model": np.sqrt(params.d_model), "none": 1.0, "d_k itself": d_k}[scale]
+        divisor = {
+            "d_k": np.sqrt(d_k),
+            "d_model": np.sqrt(params.d_model),
+            "none": 1.0,
+            "d_k itself": d_k,
+            "Q.shape[1]": np.sqrt(Q.shape[1]),  # d_k for one head (n, d_k), n for (h, n, d_k), h for a batch
+            "Q.shape[0]": np.sqrt(Q.shape[0]),
+            "n_kv": np.sqrt(K.shape[-2]),
+        }[scale]
         scores = Q @ K_t / divisor
         if mask is not None and mask_axis is not None:  # an axis added "for the heads"
             mask = np.expand_dims(mask, mask_axis)
@@ -86,13 +103,17 @@ def solution(
             weights = mha.softmax(scores, axis=axis)
         if mask is not None and mask_mode == "after":  # masked once the softmax is done: rows no longer sum to 1
             weights = weights * mask
-        heads = weights @ V
-        if merge_by == "concat":  # right for one sequence's (h, n, d_k): the list runs over axis 0
+        heads = {"none": weights, "swapaxes": weights.swapaxes(-1, -2), "T": weights.T}[weights_t] @ V
+        if merge_by == "d_k, h":  # the mirror image of split_by="d_k, h"
+            concat = np.moveaxis(heads, -3, -1).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)
+        elif merge_by == "concat":  # right for one sequence's (h, n, d_k): the list runs over axis 0
             concat = np.concatenate(list(heads), axis=-1)
         else:
             concat = heads.swapaxes(*swap)
             concat = concat.reshape(*concat.shape[:-2], h * d_k)
         out = concat @ (params.w_o.T if w_o_transposed else params.w_o) if w_o else concat
+        if average_weights:  # PyTorch's default, average_attn_weights=True
+            weights = weights.mean(axis=-3)
         if not return_pair:
             return out
         return (weights, out) if weights_first else (out, weights)
@@ -146,18 +167,18 @@ def test_the_cases_cover_shapes_masks_a_batch_cross_attention_and_a_blind_query(
         ({"mask_mode": "after"}, 4, "applied after the softmax"),
         ({"kv_from_q": True}, 7, "keys and values must come from k and v"),
         ({"v_from_k": True}, 7, "values must come from v, not from k"),
-        ({"own_softmax": True}, 9, "NaN weights"),
-        ({"mask_mode": "-1e9", "own_softmax": True}, 9, "-1e9, not -inf"),  # the textbook softmax
-        ({"mask_mode": "-1e9"}, 9, "spreads its weight evenly"),  # mha.softmax cannot rescue a row of -1e9 either
-        ({"mask_mode": "+-1e9"}, 9, "keeps the softmax of its unmasked scores"),  # added as a bias
-        ({"mask_mode": "+-1e9", "own_softmax": True}, 9, "added as a bias"),
+        ({"own_softmax": True}, 10, "NaN weights"),
+        ({"mask_mode": "-1e9", "own_softmax": True}, 10, "-1e9, not -inf"),  # the textbook softmax
+        ({"mask_mode": "-1e9"}, 10, "spreads its weight evenly"),  # mha.softmax cannot rescue a row of -1e9 either
+        ({"mask_mode": "+-1e9"}, 10, "keeps the softmax of its unmasked scores"),  # added as a bias
+        ({"mask_mode": "+-1e9", "own_softmax": True}, 10, "added as a bias"),
         ({"scale": "d_k itself"}, 1, "divided by d_k itself, not by its square root √d_k. Fix: divide them by np.sqrt"),
         ({"use_softmax": False}, 1, "scaled scores themselves: the softmax over the keys is missing. Fix: weights ="),
-        ({"kv_swapped": True}, 1, "K from k @ params.w_v and V from v @ params.w_k. Fix: K = my_split(k @ params.w_k"),
+        ({"kv_swapped": True}, 1, "K was made with params.w_v and V with params.w_k, or K and V were passed"),
         ({"w_o_transposed": True}, 1, "W^O transposed, concat @ params.w_o.T; rows i·d_k to (i+1)·d_k of params.w_o"),
         ({"weights_first": True}, 1, "Cause: the pair is in the wrong order, (weights, output). Fix: return output"),
-        ({"split_sizes": "numbers"}, 2, "Cause: the sizes given to reshape fit one shape only"),
-        ({"split_sizes": "front"}, 5, "Cause: the sizes given to reshape fit one shape only"),
+        ({"split_sizes": "numbers"}, 2, "Cause: the sizes given to reshape do not fit this array"),
+        ({"split_sizes": "front"}, 5, "Cause: the sizes given to reshape do not fit this array"),
         ({"merge_by": "concat"}, 5, "Cause: the merge lays the slices along axis 0 side by side"),
     ],
 )
@@ -271,15 +292,19 @@ def attention(
     by_d_k=False,
     use_softmax=True,
     weights_first=False,
+    d_k_axis=-1,
+    weights_t="none",
 ):
     """A learner's scaled dot-product attention for (..., n, d_k) arrays; each keyword plants one mistake."""
 
     def fn(Q, K, V, mask=None):
         if transpose == "fixed":  # right for a stack of heads (h, n, d_k), wrong for one head (n, d_k)
             K_t = K.transpose(0, 2, 1)
+        elif transpose == "swap01":  # right for one head (n, d_k), wrong for a stack of heads
+            K_t = K.swapaxes(0, 1)
         else:
             K_t = K.T if transpose_with_T else (K if transpose == "none" else K.swapaxes(-1, -2))
-        d_k = Q.shape[-1]
+        d_k = K.shape[-2] if d_k_axis == "n_kv" else Q.shape[d_k_axis]  # the size the scale is read from
         scores = Q @ K_t / (d_k if by_d_k else np.sqrt(d_k) if scale else 1.0)
         if mask is not None:
             scores = {
@@ -299,7 +324,8 @@ def attention(
             weights = mha.softmax(scores, axis=axis)
         if mask is not None and mask_mode == "after":
             weights = np.where(mask, weights, 0.0)
-        return (weights, weights @ V) if weights_first else (weights @ V, weights)
+        out = {"none": weights, "swapaxes": weights.swapaxes(-1, -2), "T": weights.T}[weights_t] @ V
+        return (weights, out) if weights_first else (out, weights)
 
     return fn
 
@@ -430,7 +456,7 @@ def test_the_layers_check_tries_the_learners_split_and_merge_first():
         return x.reshape(*x.shape[:-2], h, x.shape[-2], x.shape[-1] // h)
 
     first = ex.check_capstone(reshape_split, bad_split, merge)
-    assert first.message.startswith("my_split and my_merge first: case 1 of 2") and "reshapes alone" in first.message
+    assert first.message.startswith("my_split and my_merge first: case 1 of 3") and "reshapes alone" in first.message
     assert "split returned None" in ex.check_capstone(None, lambda x, h: None, merge).message
     assert "merge returned None" in ex.check_capstone(None, split, lambda x: None).message
     assert "Replace None" in ex.check_capstone(None, split, merge).message  # helpers right: now the layer
@@ -456,7 +482,7 @@ def test_the_layers_check_tries_the_learners_split_and_merge_first():
 )
 def test_a_mask_given_an_extra_axis_is_named_with_the_shape_it_should_keep(axis, case, shapes):
     message = ex.check_capstone(solution(mask_axis=axis)).message
-    assert message.startswith(f"case {case} of 9, {ex.CASES[case - 1].name}: "), message
+    assert message.startswith(f"case {case} of 10, {ex.CASES[case - 1].name}: "), message
     assert shapes in message and "already broadcasts to the weights' shape (..., h, n_q, n_kv)" in message
     assert "Fix: pass it on unchanged" in message
 
@@ -472,7 +498,7 @@ def test_swapaxes_0_1_in_the_split_and_merge_is_named_on_the_first_batch():
     x, h = ex.SPLIT_CASES[0][1:]
     np.testing.assert_array_equal(split01(x, h), mha.split_heads(x, h))  # one sequence cannot tell
     message = ex.check_split_merge(split01, merge01).message
-    assert message.startswith("case 2 of 2, a batch: (3, 5, 12) into h = 4 heads: split gave shape (5, 3, 4, 3)")
+    assert message.startswith("case 2 of 3, a batch: (3, 5, 12) into h = 4 heads: split gave shape (5, 3, 4, 3)")
     assert "swapped the batch (axis 0) and the tokens (axis 1)" in message and ".swapaxes(-3, -2)" in message
     message = ex.check_split_merge(split, merge01).message
     assert "merge gave shape (4, 3, 15)" in message and "swapped the batch (axis 0) and the heads (axis 1)" in message
@@ -489,7 +515,7 @@ def test_swapaxes_0_1_in_the_split_and_merge_is_named_on_the_first_batch():
     assert "swapped the batch (axis 0) and the heads (axis 1)" in message and "it must give x back" not in message
     # the layer alone, split inside it: numpy's error names the scores (5, 3, 2, 2) such a split makes
     message = ex.check_capstone(solution(swap=(0, 1))).message
-    assert message.startswith("case 5 of 9,") and "(5,3,2,2)" in message, message
+    assert message.startswith("case 5 of 10,") and "(5,3,2,2)" in message, message
     assert "Cause: the heads are split with swapaxes(0, 1)" in message and ".swapaxes(-3, -2)" in message
     assert "swapaxes(0, 1)" not in ex.check_capstone(solution(transpose="fixed")).message  # other errors: no guess
 
@@ -512,7 +538,7 @@ def test_a_loop_over_heads_that_hands_each_head_the_whole_mask_is_named_beside_t
     args = (c.q, c.k, c.v, c.params, c.mask)
     np.testing.assert_allclose(looped(*args)[1], solution(mask_axis=1)(*args)[1], rtol=0, atol=1e-15)
     message = ex.check_capstone(looped).message
-    assert message.startswith("case 5 of 9,") and "weights have shape (3, 3, 2, 5, 5)" in message, message
+    assert message.startswith("case 5 of 10,") and "weights have shape (3, 3, 2, 5, 5)" in message, message
     assert "Either it got an extra axis (shape (3, 1, 1, 1, 5)), or, in a loop over heads" in message
     assert "np.broadcast_to(mask, scores.shape)[..., i, :, :]" in message
     assert "in a loop" not in ex.check_capstone(solution(mask_axis=0)).message  # mask[None]: no loop gives its shape
@@ -528,7 +554,7 @@ def test_a_fixed_axes_transpose_in_the_split_gets_the_heads_fix_too():
         return mha.merge_heads(heads) @ params.w_o, weights
 
     message = ex.check_capstone(layer).message
-    assert message.startswith("case 5 of 9,") and "axes don't match array" in message, message
+    assert message.startswith("case 5 of 10,") and "axes don't match array" in message, message
     assert "x.transpose(1, 0, 2) in a split" in message and ".swapaxes(-3, -2) for the heads" in message
 
 
@@ -541,15 +567,15 @@ def test_a_float_head_width_from_true_division_is_named_with_integer_division_as
     with pytest.raises(TypeError, match="cannot be interpreted as an integer"):  # numpy's own words, which we match
         float_split(ex.SPLIT_CASES[0][1], 2)
     message = ex.check_split_merge(float_split, merge).message
-    assert message.startswith("case 1 of 2") and "split raised TypeError" in message
-    assert "Cause: a size given to reshape is a float" in message and "d_k = d_model // h" in message
+    assert message.startswith("case 1 of 3") and "split raised TypeError" in message
+    assert "Cause: a size or count is a float" in message and "d_k = d_model // h" in message
 
     def float_layer(q, k, v, params, mask=None):  # the same split inside the layer
         Q = float_split(q @ params.w_q, params.h)
         return Q, Q
 
     message = ex.check_capstone(float_layer).message
-    assert "raised TypeError" in message and "Cause: a size given to reshape is a float" in message
+    assert "raised TypeError" in message and "Cause: a size or count is a float" in message
     other = ex.check_split_merge(lambda x, h: x.reshape(h, "3"), merge).message  # another TypeError: no guess
     assert "raised TypeError" in other and "Cause" not in other
 
@@ -597,7 +623,7 @@ def test_scores_divided_by_d_k_are_named_in_both_stages_at_the_entry_they_get_wr
     np.testing.assert_allclose(layer_by_hand(layer_case)[1], mha.multi_head_attention(*vars_of(layer_case))[1])
     index, got, want = worst(layer_by_hand(layer_case, divisor="d_k")[1], layer_by_hand(layer_case)[1])
     message = ex.check_capstone(solution(scale="d_k itself")).message
-    assert message.startswith(f"case 1 of 9, {layer_case.name}: weights[{index}] is {got:.3g}, expected {want:.3g}.")
+    assert message.startswith(f"case 1 of 10, {layer_case.name}: weights[{index}] is {got:.3g}, expected {want:.3g}.")
     assert "Cause: the scores are divided by d_k itself" in message and "Fix: divide them by np.sqrt(d_k)." in message
     # the other scale mistakes keep their own causes, and a right answer passes
     assert "d_k itself" not in ex.check_attention(attention(scale=False)).message
@@ -617,7 +643,7 @@ def test_scores_handed_on_as_the_weights_are_named_a_missing_softmax():
         "one row per query over the keys, then weights @ V."
     )
     message = ex.check_capstone(solution(use_softmax=False)).message
-    assert message.startswith(f"case 1 of 9, {ex.CASES[0].name}: weights[")
+    assert message.startswith(f"case 1 of 10, {ex.CASES[0].name}: weights[")
     assert "scaled scores themselves: the softmax over the keys is missing" in message
     # no known mistake gives these, but negative weights cannot be a softmax's: unscaled scores, in both stages
     assert (case.q @ case.k.T < 0).any()
@@ -657,7 +683,7 @@ def test_a_pair_in_the_wrong_order_is_named_with_both_shapes_and_the_reference_o
     layer_case = ex.CASES[0]
     h, n, d_model = layer_case.params.h, *layer_case.q.shape
     message = ex.check_capstone(solution(weights_first=True)).message
-    assert message.startswith(f"case 1 of 9, {layer_case.name}: it returned (weights, output)"), message
+    assert message.startswith(f"case 1 of 10, {layer_case.name}: it returned (weights, output)"), message
     assert f"the weights' shape {(h, n, n)}, the second the output's {(n, d_model)}" in message
     assert "Fix: return output, weights, the order mha.multi_head_attention gives." in message
     # the wrong order and a wrong scale: both are named, the second at the entry it gets wrong
@@ -710,12 +736,13 @@ def test_keys_and_values_projected_with_each_others_matrices_are_named():
     index, got, want = worst(layer_by_hand(case, kv_swapped=True)[1], layer_by_hand(case)[1])
     message = ex.check_capstone(solution(kv_swapped=True)).message
     assert message == (
-        f"case 1 of 9, {case.name}: weights[{index}] is {got:.3g}, expected {want:.3g}. Cause: the keys and values "
-        "are projected with each other's matrices, K from k @ params.w_v and V from v @ params.w_k. Fix: K = "
-        "my_split(k @ params.w_k, h), V = my_split(v @ params.w_v, h)."
+        f"case 1 of 10, {case.name}: weights[{index}] is {got:.3g}, expected {want:.3g}. Cause: the keys and the "
+        "values are swapped: K was made with params.w_v and V with params.w_k, or K and V were passed to the attention "
+        "in each other's places. Fix: K = my_split(k @ params.w_k, h), V = my_split(v @ params.w_v, h), then "
+        "my_attention(Q, K, V, mask)."
     )
     for other in ({"kv_from_q": True}, {"v_from_k": True}):  # their own causes, not this one
-        assert "each other's matrices" not in ex.check_capstone(solution(**other)).message
+        assert "each other's places" not in ex.check_capstone(solution(**other)).message
 
 
 def test_w_o_transposed_is_named_at_the_output_entry_it_gets_wrong():
@@ -726,7 +753,7 @@ def test_w_o_transposed_is_named_at_the_output_entry_it_gets_wrong():
     index, got, want = worst(got_out, want_out)
     message = ex.check_capstone(solution(w_o_transposed=True)).message
     assert message == (
-        f"case 1 of 9, {case.name}: output[{index}] is {got:.3g}, expected {want:.3g}. Cause: the concatenated heads "
+        f"case 1 of 10, {case.name}: output[{index}] is {got:.3g}, expected {want:.3g}. Cause: the concatenated heads "
         "are multiplied by W^O transposed, concat @ params.w_o.T; rows i·d_k to (i+1)·d_k of params.w_o are the ones "
         "that read head i. Fix: my_merge(heads) @ params.w_o."
     )
@@ -734,9 +761,10 @@ def test_w_o_transposed_is_named_at_the_output_entry_it_gets_wrong():
 
 
 def test_split_and_merge_sizes_fixed_for_one_case_are_named_with_sizes_counted_from_the_end():
-    (_, x1, h1), (label2, x2, h2) = ex.SPLIT_CASES
+    (_, x1, h1), (label2, x2, h2) = ex.SPLIT_CASES[:2]
     split_fix = (
-        "Fix: take the sizes from x.shape, counting from the end: x.reshape(*x.shape[:-1], h, x.shape[-1] // h)."
+        "Fix: take the sizes from x.shape, counting from the end: x.reshape(*x.shape[:-1], h, x.shape[-1] // h)"
+        ".swapaxes(-3, -2)."
     )
     merge_fix = "x.swapaxes(-3, -2).reshape(*x.shape[:-3], x.shape[-2], -1)."
     y2 = split(x2, h2)
@@ -752,16 +780,16 @@ def test_split_and_merge_sizes_fixed_for_one_case_are_named_with_sizes_counted_f
         np.testing.assert_array_equal(one_sequence_only(x1, h1), split(x1, h1))  # case 1 cannot tell
     message = ex.check_split_merge(numbers, merge).message
     assert message.startswith(
-        f"case 2 of 2, {label2}: split raised ValueError: cannot reshape array of size 180 into shape (5,2,4). Cause: "
-        "the sizes given to reshape fit one shape only: numbers written for one case"
+        f"case 2 of 3, {label2}: split raised ValueError: cannot reshape array of size 180 into shape (5,2,4). Cause: "
+        "the sizes given to reshape do not fit this array: numbers written for one case"
     )
     assert message.endswith(split_fix) and "axis 0 is the tokens of one sequence but the batch" in message
     message = ex.check_split_merge(lambda x, h: x.reshape(5, 4, 3), merge).message  # the sizes of another case
-    assert message.startswith("case 1 of 2") and "size 40 into shape (5,4,3). Cause: the sizes" in message
+    assert message.startswith("case 1 of 3") and "size 40 into shape (5,4,3). Cause: the sizes" in message
     message = ex.check_split_merge(front, merge).message
     shape = (h2, x2.shape[0], x2.shape[1] * x2.shape[2] // h2)  # (4, 3, 15): the batch read as the tokens
     assert message == (
-        f"case 2 of 2, {label2}: split gave shape {shape}, expected (..., h, n, d_k) = {y2.shape}. Cause: "
+        f"case 2 of 3, {label2}: split gave shape {shape}, expected (..., h, n, d_k) = {y2.shape}. Cause: "
         + ex.SPLIT_SIZES
     )
     assert message.endswith(split_fix)
@@ -772,24 +800,25 @@ def test_split_and_merge_sizes_fixed_for_one_case_are_named_with_sizes_counted_f
     np.testing.assert_array_equal(merge_numbers(split(x1, h1)), x1)
     message = ex.check_split_merge(split, merge_numbers).message
     assert message.startswith(
-        f"case 2 of 2, {label2}: merge raised ValueError: cannot reshape array of size 180 into shape (5,8). Cause: "
-        "the sizes given to reshape fit one shape only"
+        f"case 2 of 3, {label2}: merge raised ValueError: cannot reshape array of size 180 into shape (5,8). Cause: "
+        "the sizes given to reshape do not fit this array"
     )
     assert "axis 0 is the heads of one sequence but the batch of a batch" in message and message.endswith(merge_fix)
     # in the layer: the numbers fail on case 2, (4, 6) with one head; x.shape[0] fails on the first batch
     message = ex.check_capstone(solution(split_sizes="numbers")).message
     assert message.startswith(
-        f"case 2 of 9, {ex.CASES[1].name}: it raised ValueError: cannot reshape array of size "
-        f"{4 * 6} into shape (5,2,4). Cause: the sizes given to reshape fit one shape only"
+        f"case 2 of 10, {ex.CASES[1].name}: it raised ValueError: cannot reshape array of size "
+        f"{4 * 6} into shape (5,2,4). Cause: the sizes given to reshape do not fit this array"
     )
     assert (
-        "x.reshape(*x.shape[:-1], h, x.shape[-1] // h) to split" in message and f"{merge_fix[:-1]} to merge" in message
+        "x.reshape(*x.shape[:-1], h, x.shape[-1] // h).swapaxes(-3, -2) to split" in message
+        and f"{merge_fix[:-1]} to merge" in message
     )
     batch = ex.CASES[4]
     flat = batch.q.reshape(3, 2, -1).swapaxes(0, 1)  # (2, 3, 20): its scores are (2, 3, 3)
     scores_shape = "(" + ",".join(map(str, (*flat.shape[:-1], flat.shape[-2]))) + ")"
     message = ex.check_capstone(solution(split_sizes="front")).message
-    assert message.startswith(f"case 5 of 9, {batch.name}: it raised ValueError") and scores_shape in message
+    assert message.startswith(f"case 5 of 10, {batch.name}: it raised ValueError") and scores_shape in message
     assert message.endswith(split_fix) and "to merge" not in message
     # other errors keep their own causes, or none
     assert "sizes given to reshape" not in ex.check_capstone(solution(swap=(0, 1))).message
@@ -803,7 +832,7 @@ def test_split_and_merge_sizes_fixed_for_one_case_are_named_with_sizes_counted_f
 
 
 def test_a_merge_that_concatenates_over_axis_0_is_named_on_a_batch():
-    (_, x1, h1), (label2, x2, h2) = ex.SPLIT_CASES
+    (_, x1, h1), (label2, x2, h2) = ex.SPLIT_CASES[:2]
 
     def concat_merge(x):
         return np.concatenate(list(x), axis=-1)
@@ -814,7 +843,7 @@ def test_a_merge_that_concatenates_over_axis_0_is_named_on_a_batch():
     assert concat_merge(split(x2, h2)).shape == got_shape
     message = ex.check_split_merge(split, concat_merge).message
     assert message.startswith(
-        f"case 2 of 2, {label2}: merge gave shape {got_shape}; it must give x back, shape {x2.shape}. Cause: the merge "
+        f"case 2 of 3, {label2}: merge gave shape {got_shape}; it must give x back, shape {x2.shape}. Cause: the merge "
         "lays the slices along axis 0 side by side, as np.concatenate(list(x), axis=-1) does"
     )
     assert "on a batch (batch, h, n, d_k) axis 0 is the batch" in message
@@ -823,7 +852,7 @@ def test_a_merge_that_concatenates_over_axis_0_is_named_on_a_batch():
     case = ex.CASES[4]
     message = ex.check_capstone(solution(merge_by="concat")).message
     width = case.q.shape[0] * case.params.d_k
-    assert message.startswith(f"case 5 of 9, {case.name}: it raised ValueError"), message
+    assert message.startswith(f"case 5 of 10, {case.name}: it raised ValueError"), message
     assert f"(size {case.params.d_model} is different from {width})" in message  # numpy's matmul error
     assert "Cause: the merge lays the slices along axis 0 side by side" in message
     # other wrong merges keep their own messages
@@ -855,5 +884,540 @@ def test_a_fixed_axes_transpose_in_split_or_merge_is_named_there_too():
         (ex.check_split_merge(split_fixed, merge).message, "split"),
         (ex.check_split_merge(split, merge_fixed).message, "merge"),
     ):
-        assert message.startswith(f"case 2 of 2, {ex.SPLIT_CASES[1][0]}: {who} raised ValueError: axes don't match")
+        assert message.startswith(f"case 2 of 3, {ex.SPLIT_CASES[1][0]}: {who} raised ValueError: axes don't match")
         assert "Cause: a transpose with fixed axes" in message and ".swapaxes(-3, -2) for the heads" in message
+
+
+# --- the newcomers' second round: axes counted from the front, the scale, the weights, the split's layout -------
+
+
+def attend_by_hand(Q, K, V, mask=None, divisor=None):
+    """softmax(Q Kᵀ / divisor) V over the last two axes, numpy alone (no query here sees no key): (output, weights)."""
+    scores = Q @ np.swapaxes(K, -1, -2) / (np.sqrt(Q.shape[-1]) if divisor is None else divisor)
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    weights = rows_softmax(scores)
+    return weights @ V, weights
+
+
+def layer_from(split_fn=split, merge_fn=merge, attend=attend_by_hand):
+    """A learner's layer built on its own split, merge and attention (each may hold a mistake)."""
+
+    def fn(q, k, v, params, mask=None):
+        h = params.h
+        Q, K, V = split_fn(q @ params.w_q, h), split_fn(k @ params.w_k, h), split_fn(v @ params.w_v, h)
+        heads, weights = attend(Q, K, V, mask)
+        return merge_fn(heads) @ params.w_o, weights
+
+    return fn
+
+
+def numpy_error(product):
+    """The message of the ValueError that product() raises, from numpy itself."""
+    with pytest.raises(ValueError) as raised:
+        product()
+    return str(raised.value)
+
+
+UNPACK_FIX = (
+    "Fix: count from the end: x.shape[-1] for the last axis (d_model or d_k), x.shape[-2] for the tokens, "
+    "x.shape[:-2] for the leading axes, however many, and .swapaxes(-3, -2) for the heads."
+)
+
+
+def test_sizes_unpacked_from_a_shape_for_one_number_of_axes_are_named_in_every_stage():
+    def split_2d(x, h):  # written for one sequence
+        n, d_model = x.shape
+        return x.reshape(n, h, d_model // h).swapaxes(0, 1)
+
+    def split_3d(x, h):  # the mirror image, written for a batch
+        batch, n, d_model = x.shape
+        return x.reshape(batch, n, h, d_model // h).transpose(0, 2, 1, 3)
+
+    def merge_3d(x):  # written for one sequence's heads (h, n, d_k)
+        h, n, d_k = x.shape
+        return x.swapaxes(0, 1).reshape(n, h * d_k)
+
+    (label1, x1, h1), (label2, x2, h2) = ex.SPLIT_CASES[:2]
+    np.testing.assert_array_equal(split_2d(x1, h1), split(x1, h1))  # right for one sequence
+    assert numpy_error(lambda: split_2d(x2, h2)) == "too many values to unpack (expected 2)"
+    message = ex.check_split_merge(split_2d, merge).message
+    assert message == (
+        f"case 2 of 3, {label2}: split raised ValueError: too many values to unpack (expected 2). Cause: the sizes are "
+        "unpacked from a shape into 2 names, as in n, d_model = x.shape, which fits only arrays of exactly 2 axes "
+        "(this one has more): the cases pass one head or sequence, stacks of heads, batches and a batch of batches, "
+        f"with 2 to 5 axes. {UNPACK_FIX}"
+    )
+    message = ex.check_split_merge(split_3d, merge).message
+    assert message.startswith(
+        f"case 1 of 3, {label1}: split raised ValueError: not enough values to unpack (expected 3, got 2). Cause: the "
+        "sizes are unpacked from a shape into 3 names, as in batch, n, d_model = x.shape, which fits only arrays of "
+        "exactly 3 axes (this one has 2)"
+    )
+    assert message.endswith(UNPACK_FIX)
+    message = ex.check_split_merge(split, merge_3d).message
+    assert message.startswith(f"case 2 of 3, {label2}: merge raised ValueError: too many values to unpack (expected 3)")
+    assert "into 3 names, as in batch, n, d_model = x.shape" in message and message.endswith(UNPACK_FIX)
+    # in the layer: the 2-d split fails on the first batch, the 3-d one on case 1; in stage 1, on the stack of heads
+    first_batch = next(i for i, c in enumerate(ex.CASES, start=1) if c.q.ndim == 3)
+    for split_fn, case, expected in ((split_2d, first_batch, "expected 2"), (split_3d, 1, "expected 3, got 2")):
+        message = ex.check_capstone(layer_from(split_fn)).message
+        assert message.startswith(f"case {case} of 10, {ex.CASES[case - 1].name}: it raised ValueError"), message
+        assert f"values to unpack ({expected}). Cause: the sizes are unpacked from a shape" in message
+        assert message.endswith(UNPACK_FIX)
+
+    def attention_2d(Q, K, V, mask=None):
+        n_q, d_k = Q.shape
+        return attention()(Q, K, V, mask)
+
+    message = ex.check_attention(attention_2d).message
+    assert message.startswith(f"case 3 of 4, {ex.HEAD_CASES[2].name}: it raised ValueError: too many values")
+    assert "Cause: the sizes are unpacked from a shape into 2 names" in message and message.endswith(UNPACK_FIX)
+
+
+def test_another_unpacking_that_fails_the_same_way_gets_no_cause():
+    def three_results(Q, K, V, mask=None):
+        out, weights = attend_by_hand(Q, K, V, mask)
+        return out, weights, Q @ K.swapaxes(-1, -2)
+
+    def layer(q, k, v, params, mask=None):
+        Q, K, V = (split(x @ w, params.h) for x, w in ((q, params.w_q), (k, params.w_k), (v, params.w_v)))
+        heads, weights = three_results(Q, K, V, mask)  # the same words as n, d_model = x.shape on a batch
+        return merge(heads) @ params.w_o, weights
+
+    message = ex.check_capstone(layer).message
+    assert (
+        message.startswith("case 1 of 10") and "raised ValueError: too many values to unpack (expected 2)." in message
+    )
+    assert "Cause" not in message
+
+    def two_halves(x, h):
+        first, second = np.split(x, 2 * h, axis=-1)  # four pieces for two names
+        return np.stack([first, second])
+
+    message = ex.check_split_merge(two_halves, merge).message
+    assert "split raised ValueError: too many values to unpack (expected 2)." in message and "Cause" not in message
+
+
+def test_a_transpose_written_for_a_batch_fails_on_one_sequence_with_count_from_the_end():
+    """The 4-d mirror image of x.transpose(1, 0, 2): right for a batch, numpy's error on one sequence's 3-d heads."""
+
+    def split_batch(x, h):
+        return x.reshape(*x.shape[:-1], h, x.shape[-1] // h).transpose(0, 2, 1, 3)
+
+    label, x, h = ex.SPLIT_CASES[1]
+    np.testing.assert_array_equal(split_batch(x, h), split(x, h))  # right on a batch
+    assert numpy_error(lambda: split_batch(ex.SPLIT_CASES[0][1], 2)) == "axes don't match array"
+    for message in (
+        ex.check_split_merge(split_batch, merge).message,
+        ex.check_capstone(layer_from(split_batch)).message,
+    ):
+        assert (
+            message.startswith("case 1 of")
+            and "raised ValueError: axes don't match array. Cause: a transpose" in message
+        )
+        assert "the leading ... may be any number of axes. Fix: count from the end" in message
+        assert ".swapaxes(-3, -2) for the heads" in message
+
+
+def test_keys_swapped_on_axes_counted_from_the_front_are_named_with_the_axes_they_swap():
+    one, stack = ex.HEAD_CASES[0], ex.HEAD_CASES[2]
+    np.testing.assert_allclose(
+        attention(transpose="swap01")(one.q, one.k, one.v)[1], attend_by_hand(one.q, one.k, one.v)[1]
+    )
+    error = numpy_error(lambda: stack.q @ stack.k.swapaxes(0, 1))  # (2, 5, 4) @ (5, 2, 4)
+    assert error != numpy_error(lambda: stack.q @ stack.k.T)  # not K.T's error: its own cause
+    fix = "and the product fails. Fix: count from the end: K.swapaxes(-1, -2)."
+    assert ex.check_attention(attention(transpose="swap01")).message == (
+        f"case 3 of 4, {stack.name}: it raised ValueError: {error}. Cause: the keys are transposed with axes counted "
+        "from the front, K.swapaxes(0, 1): on these keys, shape (2, 5, 4) = (..., h, n, d_k), axes 0 and 1 are the "
+        f"heads and the tokens, not the tokens and d_k, {fix}"
+    )
+    message = ex.check_capstone(solution(transpose="swap01")).message
+    assert message.startswith(f"case 1 of 10, {ex.CASES[0].name}: it raised ValueError"), message
+    assert "K.swapaxes(0, 1): on these keys, shape (2, 5, 4)" in message and message.endswith(fix)
+    # K.swapaxes(1, 2) is right on one sequence's heads (h, n, d_k); on a batch numpy's error is K.T's own
+    batch = ex.CASES[4]
+    p = batch.params
+    Q, K = mha.split_heads(batch.q @ p.w_q, p.h), mha.split_heads(batch.k @ p.w_k, p.h)  # (3, 2, 5, 4)
+    assert numpy_error(lambda: Q @ K.swapaxes(1, 2)) == numpy_error(lambda: Q @ K.T)
+    message = ex.check_capstone(solution(transpose="swap12")).message
+    assert message.startswith(f"case 5 of 10, {batch.name}: it raised ValueError"), message
+    assert message.endswith(
+        "Cause: the keys are not transposed right: on these keys, shape (3, 2, 5, 4), K.T (it reverses every axis) and "
+        "K.swapaxes(1, 2) (it swaps the heads and the tokens) give this same error. Fix: count from the end: "
+        "K.swapaxes(-1, -2)."
+    )
+    # the other transposes keep their own causes
+    assert "counted from the front" not in ex.check_capstone(solution(transpose_with_T=True)).message
+    assert "counted from the front" not in ex.check_attention(attention(transpose="none")).message
+    assert ex.transpose_hint(Q, K, "some other error") is None
+
+
+def test_scores_divided_by_the_square_root_of_another_axis_are_named_in_both_stages():
+    stack = ex.HEAD_CASES[2]
+    assert stack.q.shape == (2, 5, 4)  # Q.shape[1] is n = 5 here, d_k = 4 only on one head (n, d_k)
+    got = attend_by_hand(stack.q, stack.k, stack.v, stack.mask, divisor=np.sqrt(5))[1]
+    want = attend_by_hand(stack.q, stack.k, stack.v, stack.mask)[1]
+    np.testing.assert_allclose(want, mha.scaled_dot_product_attention(stack.q, stack.k, stack.v, stack.mask)[1])
+    index, g, w = worst(got, want)
+    fix = "Fix: d_k = Q.shape[-1], counted from the end: divide by np.sqrt(Q.shape[-1])."
+    assert ex.check_attention(attention(d_k_axis=1)).message == (
+        f"case 3 of 4, {stack.name}: weights[{index}] is {g:.3g}, expected {w:.3g}. Cause: the scores are divided by "
+        "√5, the number of tokens (n_q = n_kv = 5), not by √d_k = √4: each score is a dot product of d_k = 4 terms. "
+        "On these heads, Q of shape (2, 5, 4), 5 is also Q.shape[1], and Q.shape[1] is d_k only on arrays of 2 "
+        f"axes. {fix}"
+    )
+    # √n_kv for √d_k: wrong from case 1, whose 5 tokens are 5 keys
+    message = ex.check_attention(attention(d_k_axis="n_kv")).message
+    assert message.startswith("case 1 of 4") and "divided by √5, the number of tokens (n_q = n_kv = 5)" in message
+    assert message.endswith(fix)
+    # the layer: on case 1's heads (2, 5, 4), Q.shape[1] is n and Q.shape[0] is h
+    layer_case = ex.CASES[0]
+    index, g, w = worst(layer_by_hand_divided(layer_case, np.sqrt(5)), layer_by_hand(layer_case)[1])
+    message = ex.check_capstone(solution(scale="Q.shape[1]")).message
+    assert message.startswith(f"case 1 of 10, {layer_case.name}: weights[{index}] is {g:.3g}, expected {w:.3g}.")
+    assert "Cause: the scores are divided by √5, the number of tokens" in message and "also Q.shape[1]" in message
+    message = ex.check_capstone(solution(scale="Q.shape[0]")).message
+    assert "Cause: the scores are divided by √2, the number of heads h, not by √d_k = √4" in message
+    assert "2 is also Q.shape[0]." in message and message.endswith(fix)
+    # cross-attention tells the keys from the queries: 7 keys, 6 queries, d_k = 2
+    cross = ex.CASES[7]
+    assert (cross.q.shape[-2], cross.k.shape[-2], cross.params.d_k) == (6, 7, 2)
+    problem = ex.check_case(solution(scale="n_kv"), cross)
+    assert "Cause: the scores are divided by √7, the number of keys n_kv, not by √d_k = √2" in problem, problem
+    # the other scale mistakes keep their own causes
+    assert "use √d_k" in ex.check_capstone(solution(scale="d_model")).message
+    assert "not divided by √d_k" in ex.check_capstone(solution(scale="none")).message
+    for fn in (solution(scale="d_model"), solution(scale="none"), solution(scale="d_k itself")):
+        assert "counted from the end: divide by" not in ex.check_capstone(fn).message
+
+
+def layer_by_hand_divided(case, divisor):
+    """Case 1's weights (no mask) with the scores divided by divisor, written out with this file's split."""
+    p = case.params
+    Q, K = split(case.q @ p.w_q, p.h), split(case.k @ p.w_k, p.h)
+    return rows_softmax(Q @ K.swapaxes(-1, -2) / divisor)
+
+
+def test_the_output_from_the_transposed_weights_is_named_in_both_stages():
+    one = ex.HEAD_CASES[0]
+    out, weights = attend_by_hand(one.q, one.k, one.v)
+    index, g, w = worst(weights.T @ one.v, out)
+    cause = (
+        "Cause: the output is computed with the weights transposed, weights.swapaxes(-1, -2) @ V (weights.T @ V on "
+        "one head), so output row i mixes the values with column i of the weights, not with query i's row. Fix: "
+        "output = weights @ V, the weights as they are: row i holds query i's weights over the keys."
+    )
+    for weights_t in ("swapaxes", "T"):  # the same on one head (n_q, n_kv)
+        assert ex.check_attention(attention(weights_t=weights_t)).message == (
+            f"case 1 of 4, {one.name}: output[{index}] is {g:.3g}, expected {w:.3g}. {cause}"
+        )
+    message = ex.check_capstone(solution(weights_t="swapaxes")).message
+    assert message.startswith(f"case 1 of 10, {ex.CASES[0].name}: output[") and message.endswith(cause)
+    # .T on all heads' weights (2, 5, 5) reverses every axis: numpy's error, named
+    case = ex.CASES[0]
+    _, weights = mha.multi_head_attention(*vars_of(case))
+    V = split(case.v @ case.params.w_v, case.params.h)
+    error = numpy_error(lambda: weights.T @ V)
+    assert ex.check_capstone(solution(weights_t="T")).message == (
+        f"case 1 of 10, {case.name}: it raised ValueError: {error}. Cause: the output is computed from the weights "
+        "transposed with .T, which reverses every axis: the weights (2, 5, 5) = (..., h, n_q, n_kv) become (5, 5, 2), "
+        "and the product with V fails. Fix: output = weights @ V, the weights as they are: row i holds query i's "
+        "weights over the keys."
+    )
+    # an output-only mistake of another kind keeps its own cause
+    assert "weights transposed" not in ex.check_capstone(solution(v_from_k=True)).message
+    assert "weights transposed" not in ex.check_capstone(solution(w_o_transposed=True)).message
+
+
+def test_a_split_with_d_k_before_h_is_named_with_h_before_d_k_as_the_fix():
+    def interleaved(x, h):  # (..., n, d_k, h), h moved before n: the right shape
+        return np.moveaxis(x.reshape(*x.shape[:-1], x.shape[-1] // h, h), -1, -3)
+
+    def interleaved_swapped(x, h):  # (..., n, d_k, h) with the n and d_k axes swapped: (..., d_k, n, h)
+        return x.reshape(*x.shape[:-1], x.shape[-1] // h, h).swapaxes(-3, -2)
+
+    def interleaved_merge(x):  # the mirror image in the merge
+        return np.moveaxis(x, -3, -1).reshape(*x.shape[:-3], x.shape[-2], -1)
+
+    label, x, h = ex.SPLIT_CASES[0]
+    heads = interleaved(x, h)
+    assert heads.shape == (2, 5, 4) and heads[0, 0].tolist() == x[0, [0, 2, 4, 6]].tolist()  # every h-th column
+    np.testing.assert_array_equal(interleaved_merge(heads), x)  # its own merge undoes it: a round trip cannot tell
+    fix = (
+        "Cause: the reshape is to (..., n, d_k, h), d_k before h, so head i gets every h-th column, i, i + h, i + 2h, "
+        "..., rather than its own d_k columns side by side. Fix: reshape to (..., n, h, d_k), h before d_k, so that "
+        "each head's d_k columns stay together (columns i·d_k to (i+1)·d_k go to head i), then swap the n and h axes: "
+        ".swapaxes(-3, -2)."
+    )
+    assert ex.check_split_merge(interleaved, interleaved_merge).message == (
+        f"case 1 of 3, {label}: split has the right shape, but head i must hold columns i·d_k to (i+1)·d_k. {fix}"
+    )
+    assert ex.check_split_merge(interleaved_swapped, merge).message == (
+        f"case 1 of 3, {label}: split gave shape (4, 5, 2), expected (..., h, n, d_k) = (2, 5, 4). {fix}"
+    )
+    message = ex.check_split_merge(split, interleaved_merge).message
+    assert message.startswith(f"case 1 of 3, {label}: merge gave x's shape (5, 8) but not its values")
+    assert "Cause: the merge lays the heads out as (..., n, d_k, h), d_k before h" in message
+    assert message.endswith("then reshape: x.swapaxes(-3, -2).reshape(*x.shape[:-3], x.shape[-2], -1).")
+    # the layer: the same split, with the right merge or its mirror image
+    layer_fix = "Fix: in my_split reshape to (..., n, h, d_k), h before d_k, so that each head's d_k columns stay"
+    for merge_by, extra in (("reshape", False), ("d_k, h", True)):
+        message = ex.check_capstone(solution(split_by="d_k, h", merge_by=merge_by)).message
+        assert message.startswith(f"case 1 of 10, {ex.CASES[0].name}: weights["), message
+        assert "Cause: the heads are split with d_k before h, a reshape to (..., n, d_k, h)" in message
+        assert layer_fix in message and ("In my_merge the mirror image" in message) == extra
+    # a reshape alone keeps its own cause
+    assert "d_k before h" not in ex.check_capstone(solution(split_transpose=False)).message
+    assert "d_k before h" not in ex.check_split_merge(lambda x, h: x.reshape(h, *x.shape[:-1], -1), merge).message
+
+
+def test_heads_stacked_on_axis_0_are_named_on_the_first_batch():
+    def stacked(x, h):
+        return np.stack(np.split(x, h, axis=-1))
+
+    (_, x1, h1), (label2, x2, h2) = ex.SPLIT_CASES[:2]
+    np.testing.assert_array_equal(stacked(x1, h1), split(x1, h1))  # one sequence: right
+    for _, x, h in ex.SPLIT_CASES:  # the fix the message gives works for any leading axes
+        np.testing.assert_array_equal(np.stack(np.split(x, h, axis=-1), axis=-3), split(x, h))
+    cause = (
+        "Cause: the heads are stacked on axis 0, as np.stack(np.split(x, h, axis=-1)) does: right for one sequence "
+        "(n, d_model), but on a batch the heads come before the batch, (h, batch, n, d_k). Fix: stack them at axis -3, "
+        "np.stack(np.split(x, h, axis=-1), axis=-3), or reshape and swap: "
+        "x.reshape(*x.shape[:-1], h, x.shape[-1] // h).swapaxes(-3, -2)."
+    )
+    assert ex.check_split_merge(stacked, merge).message == (
+        f"case 2 of 3, {label2}: split gave shape (4, 3, 5, 3), expected (..., h, n, d_k) = (3, 4, 5, 3). {cause}"
+    )
+    # the layer: numpy's error names the scores (h, batch, n, n) = (2, 3, 5, 5) that meet the mask (3, 1, 1, 5)
+    batch = ex.CASES[4]
+    message = ex.check_capstone(solution(split_by="stack")).message
+    assert message.startswith(f"case 5 of 10, {batch.name}: it raised ValueError") and "(2,3,5,5)" in message
+    assert message.endswith(cause)
+    # the swapaxes(0, 1) split keeps its own cause
+    assert "stacked on axis 0" not in ex.check_capstone(solution(swap=(0, 1))).message
+    assert (
+        "stacked on axis 0"
+        not in ex.check_split_merge(lambda x, h: x.reshape(*x.shape[:-1], h, -1).swapaxes(0, 1), merge).message
+    )
+
+
+def test_a_split_with_t_or_its_axes_in_another_order_is_named():
+    def reversed_heads(x, h):  # .T on (n, h, d_k)
+        return x.reshape(*x.shape[:-1], h, x.shape[-1] // h).T
+
+    def x_t_first(x, h):  # right for one sequence: (d_model, n) cut into (h, d_k, n), then each head transposed
+        return x.T.reshape(h, x.shape[-1] // h, -1).swapaxes(-1, -2)
+
+    def no_swap(x, h):
+        return x.reshape(*x.shape[:-1], h, x.shape[-1] // h)
+
+    (label1, x1, h1), (label2, x2, h2) = ex.SPLIT_CASES[:2]
+    assert reversed_heads(x1, h1).shape == (4, 2, 5)
+    fix = "Fix: swap only the n and h axes, counted from the end: x.reshape(*x.shape[:-1], h, x.shape[-1] // h)"
+    assert ex.check_split_merge(reversed_heads, merge).message == (
+        f"case 1 of 3, {label1}: split gave shape (4, 2, 5), expected (..., h, n, d_k) = (2, 5, 4). Cause: split "
+        "reverses every axis, as .T does: (..., n, h, d_k) comes out as (d_k, h, n) = (4, 2, 5). .T swaps the two axes "
+        f"of a 2-d array only; on more it reverses them all. {fix}.swapaxes(-3, -2)."
+    )
+    np.testing.assert_array_equal(x_t_first(x1, h1), split(x1, h1))
+    message = ex.check_split_merge(x_t_first, merge).message
+    assert message.startswith(f"case 2 of 3, {label2}: split gave shape (4, 15, 3), expected")
+    assert "Cause: split transposes x with .T before the reshape" in message
+    assert "a batch (batch, n, d_model) becomes (d_model, n, batch)" in message
+    assert ex.check_split_merge(no_swap, merge).message == (
+        f"case 1 of 3, {label1}: split gave shape (5, 2, 4), expected (..., h, n, d_k) = (2, 5, 4). Cause: split keeps "
+        "each head's own d_k columns together, but its axes come out in the order (n, h, d_k) = (5, 2, 4), not (..., "
+        "h, n, d_k). Fix: reshape to (..., n, h, d_k), then swap only the n and h axes, counted from the end: "
+        ".swapaxes(-3, -2)."
+    )
+    # values that are no arrangement of x's columns get no cause
+    assert "Cause" not in ex.check_split_merge(lambda x, h: split(x, h) + 1, merge).message
+    assert "Cause" not in ex.check_split_merge(lambda x, h: split(x[..., ::-1], h), merge).message
+
+
+def test_weights_averaged_over_the_heads_are_named_with_every_heads_weights_as_the_fix():
+    case = ex.CASES[0]
+    _, weights = layer_by_hand(case)
+    averaged = solution(average_weights=True)(*vars_of(case))[1]
+    np.testing.assert_allclose(averaged, (weights[0] + weights[1]) / 2)  # numpy by hand: two heads
+    assert ex.check_capstone(solution(average_weights=True)).message == (
+        f"case 1 of 10, {case.name}: weights have shape (5, 5), expected (2, 5, 5). Cause: the weights are averaged "
+        "over the heads, shape (..., n_q, n_kv), as PyTorch's nn.MultiheadAttention returns them by default "
+        "(average_attn_weights=True): the layer must return every head's weights, (..., h, n_q, n_kv). Fix: return "
+        "the weights as the heads' attention gives them, unaveraged."
+    )
+
+    def head_0_only(q, k, v, params, mask=None):  # another shape (..., n_q, n_kv), not an average: no cause
+        out, weights = solution()(q, k, v, params, mask)
+        return out, weights[..., 0, :, :]
+
+    message = ex.check_capstone(head_0_only).message
+    assert "weights have shape (5, 5), expected (2, 5, 5)." in message and "Cause" not in message
+
+
+def test_one_big_head_never_split_is_named_with_my_split_as_the_fix():
+    def one_big_head(divisor):
+        def fn(q, k, v, params, mask=None):
+            Q, K, V = q @ params.w_q, k @ params.w_k, v @ params.w_v  # (..., n, d_model): never split
+            out, weights = attend_by_hand(Q, K, V, mask, divisor(params))
+            return out @ params.w_o, weights
+
+        return fn
+
+    case = ex.CASES[0]
+    cause = (
+        "Cause: the heads are never split: the attention runs on the whole projections, d_model wide, as one big head, "
+        "so the weights have no heads axis, (..., n_q, n_kv) for (..., h, n_q, n_kv). Fix: my_split each projection "
+        "into h heads first, Q = my_split(q @ params.w_q, h) and K and V likewise, attend within each head (scaled by "
+        "√d_k), then my_merge the heads before W^O."
+    )
+    for divisor in (lambda p: np.sqrt(p.d_model), lambda p: np.sqrt(p.d_k)):
+        assert ex.check_capstone(one_big_head(divisor)).message == (
+            f"case 1 of 10, {case.name}: weights have shape (5, 5), expected (2, 5, 5). {cause}"
+        )
+    assert "never split" not in ex.check_capstone(solution(average_weights=True)).message
+    assert "averaged" not in ex.check_capstone(one_big_head(lambda p: np.sqrt(p.d_k))).message
+
+
+def test_a_split_or_layer_written_for_one_leading_axis_fails_on_two_with_any_number_of_axes():
+    label3, x3, h3 = ex.SPLIT_CASES[2]
+    assert x3.shape == (2, 3, 5, 12) and h3 == 4 and mha.split_heads(x3, h3).shape == (2, 3, 4, 5, 3)
+
+    def one_batch_axis(x, h):  # right for one sequence and a batch: the leading axes flattened into one
+        y = x.reshape(-1, x.shape[-2], h, x.shape[-1] // h).swapaxes(1, 2)
+        return y[0] if x.ndim == 2 else y
+
+    def merge_one_batch_axis(x):
+        y = x.swapaxes(-3, -2)
+        return y.reshape(-1, y.shape[-3], y.shape[-2] * y.shape[-1])[0 if x.ndim == 3 else slice(None)]
+
+    for _, x, h in ex.SPLIT_CASES[:2]:
+        np.testing.assert_array_equal(one_batch_axis(x, h), split(x, h))
+        np.testing.assert_array_equal(merge_one_batch_axis(split(x, h)), x)
+    leading = (
+        "Cause: there are two leading axes here, (2, 3), and every case with one or none passed: the leading ... of "
+        "(..., n, d_model) and (..., h, n, d_k) may be any number of axes. Fix: count from the end: x.shape[-1] and "
+        "x.shape[-2] for the last two axes, x.shape[:-2] for the leading ones, however many, .swapaxes(-3, -2) for "
+        "the heads and K.swapaxes(-1, -2) for the keys."
+    )
+    assert ex.check_split_merge(one_batch_axis, merge).message == (
+        f"case 3 of 3, {label3}: split gave shape (6, 4, 5, 3), expected (..., h, n, d_k) = (2, 3, 4, 5, 3). {leading}"
+    )
+    assert ex.check_split_merge(split, merge_one_batch_axis).message == (
+        f"case 3 of 3, {label3}: merge gave shape (6, 5, 12); it must give x back, shape (2, 3, 5, 12). {leading}"
+    )
+
+    def transpose_one_batch_axis(x, h):
+        y = x.reshape(*x.shape[:-1], h, x.shape[-1] // h)
+        return y.transpose(1, 0, 2) if x.ndim == 2 else y.transpose(0, 2, 1, 3)
+
+    message = ex.check_split_merge(transpose_one_batch_axis, merge).message
+    assert message == f"case 3 of 3, {label3}: split raised ValueError: axes don't match array. {leading}"
+    # the layer: a case with two leading axes, after every case with one or none
+    nested = next(i for i, c in enumerate(ex.CASES, start=1) if c.q.ndim == 4)
+    assert nested == 9 and ex.CASES[8].q.shape == (2, 3, 5, 8) and ex.CASES[8].mask.shape == (2, 3, 1, 1, 5)
+    assert all(c.q.ndim < 4 for c in ex.CASES[:8])
+    message = ex.check_capstone(layer_from(one_batch_axis, merge_one_batch_axis)).message
+    assert message.startswith(f"case 9 of 10, {ex.CASES[8].name}:") and message.endswith(leading), message
+    # the right layers pass it, and mistakes found earlier are not blamed on the leading axes
+    assert ex.check_capstone(layer_from(attend=attention())).correct
+    assert ex.check_capstone(mha.multi_head_attention).correct
+    for fn in (solution(scale="none"), solution(split_sizes="front"), solution(merge_by="concat")):
+        assert "leading axes here" not in ex.check_capstone(fn).message
+
+
+def test_the_known_mistakes_of_the_first_round_get_none_of_the_new_causes():
+    new_causes = (
+        "unpacked from a shape",
+        "counted from the front",
+        "the number of tokens",
+        "weights transposed",
+        "d_k before h",
+        "stacked on axis 0",
+        "as .T does",
+        "axes come out in the order",
+        "averaged over the heads",
+        "never split",
+        "leading axes here",
+    )
+    mistakes = [
+        {"scale": "none"},
+        {"scale": "d_model"},
+        {"scale": "d_k itself"},
+        {"split_transpose": False},
+        {"w_o": False},
+        {"axis": -2},
+        {"mask_mode": "flipped"},
+        {"mask_mode": "zero"},
+        {"mask_mode": "ignored"},
+        {"mask_mode": "after"},
+        {"kv_from_q": True},
+        {"v_from_k": True},
+        {"own_softmax": True},
+        {"mask_mode": "-1e9"},
+        {"use_softmax": False},
+        {"kv_swapped": True},
+        {"w_o_transposed": True},
+        {"weights_first": True},
+        {"split_sizes": "numbers"},
+        {"split_sizes": "front"},
+        {"merge_by": "concat"},
+        {"transpose_with_T": True},
+        {"transpose": "none"},
+        {"transpose": "fixed"},
+        {"swap": (0, 1)},
+        {"mask_axis": 1},
+    ]
+    for mistake in mistakes:
+        message = ex.check_capstone(solution(**mistake)).message
+        assert not any(cause in message for cause in new_causes), (mistake, message)
+    head_mistakes = [
+        {"scale": False},
+        {"by_d_k": True},
+        {"axis": -2},
+        {"mask_mode": "flipped"},
+        {"mask_mode": "zero"},
+        {"mask_mode": "after"},
+        {"own_softmax": True},
+        {"mask_mode": "-1e9", "own_softmax": True},
+        {"mask_mode": "+-1e9"},
+        {"use_softmax": False},
+        {"weights_first": True},
+        {"transpose_with_T": True},
+        {"transpose": "none"},
+        {"transpose": "fixed"},
+    ]
+    for mistake in head_mistakes:
+        message = ex.check_attention(attention(**mistake)).message
+        assert not any(cause in message for cause in new_causes), (mistake, message)
+    assert ex.check_attention(attention()).correct and ex.check_capstone(solution()).correct
+    assert ex.check_split_merge(split, merge).correct and ex.check_capstone(solution(), split, merge).correct
+
+
+def test_keys_and_values_handed_to_the_attention_in_each_others_places_get_the_swapped_message():
+    """Right projections, but attention(Q, V, K): on self-attention q = k = v, so it equals projecting K with w_v and
+    V with w_k, and the message names both."""
+
+    def swapped_call(q, k, v, params, mask=None):
+        h = params.h
+        Q, K, V = split(q @ params.w_q, h), split(k @ params.w_k, h), split(v @ params.w_v, h)
+        heads, weights = mha.scaled_dot_product_attention(Q, V, K, mask)  # the mistake: V and K change places
+        return merge(heads) @ params.w_o, weights
+
+    message = ex.check_capstone(swapped_call).message
+    assert (
+        message.startswith("case 1 of 10")
+        and "or K and V were passed to the attention in each other's places" in message
+    )
+    assert message.endswith("then my_attention(Q, K, V, mask).")
+
+
+def test_a_float_count_outside_reshape_gets_the_true_division_cause_too():
+    def zeros_split(x, h):
+        np.zeros((x.shape[-2], x.shape[-1] / h))  # the learner's buffer, sized with true division
+        return split(x, h)
+
+    message = ex.check_split_merge(zeros_split, merge).message
+    assert "Cause: a size or count is a float" in message and "(8 / 2 is 4.0)" in message and "// h" in message

@@ -3,24 +3,33 @@
 check_attention(fn): stage 1, one head's scaled dot-product attention, fn(Q, K, V, mask) -> (out, weights), against
 mha.scaled_dot_product_attention on HEAD_CASES. check_capstone(fn, split, merge): stage 2, the whole layer,
 fn(q, k, v, params, mask), with the learner's own split and merge of the heads (checked first by
-check_split_merge(split, merge), against mha.split_heads and mha.merge_heads), on CASES (simplest first: random
-shapes, one head and many, a causal mask, a padded batch, a batch with causal and padding masks, cross-attention
-alone and in a padded batch, a query that may see no key) against mha.multi_head_attention.
+check_split_merge(split, merge), against mha.split_heads and mha.merge_heads on SPLIT_CASES: one sequence, a batch
+and two leading axes), on CASES (simplest first: random shapes, one head and many, a causal mask, a padded batch, a
+batch with causal and padding masks, cross-attention alone and in a padded batch, two leading axes, a query that may
+see no key) against mha.multi_head_attention.
 Each names the first case that fails and one entry that came out wrong against what was expected; when the result
-equals that of a known mistake (no scale, d_k for √d_k, √d_model, the mask, a -1e9 mask with a plain softmax or added
-as a bias, no softmax, the softmax's axis, the head split, W^O missing or transposed, keys from q, values from k, keys
-and values projected with each other's matrices, ...), when the weights are negative (no softmax made them), when the
-pair comes back as (weights, output), or when the error or a shape is numpy's answer to a wrong transpose of the keys
-(`K.T` on a stack of heads, no transpose, fixed axes on arrays with another number of axes), to a mask given an extra
-axis, to heads split with swapaxes(0, 1) on a batch, to reshape sizes fixed for one case (numbers, or x.shape[0] read
-as the tokens), to a merge by np.concatenate(list(x), axis=-1) on a batch, or to a float size from d_model / h, it
-says which ("Cause:") and what to change ("Fix:").
+equals that of a known mistake (no scale, d_k for √d_k, √d_model, √ of another axis's length (n_q, n_kv, h: d_k
+read from a fixed axis such as Q.shape[1]), the mask, a -1e9 mask with a plain softmax or added as a bias, no
+softmax, the softmax's axis, the output from the transposed weights, the head split (a reshape alone, d_k before h,
+np.stack(np.split(...)) on axis 0, .T, the axes in another order), W^O missing or transposed, keys from q, values
+from k, keys and values projected with each other's matrices, the weights averaged over the heads, one big head
+never split, ...), when the weights are negative (no softmax made them), when the pair comes back as (weights,
+output), or when the error or a shape is numpy's answer to a wrong transpose of the keys (`K.T` on a stack of heads,
+no transpose, K.swapaxes(0, 1) or another pair counted from the front, fixed axes on arrays with another number of
+axes), to the weights' .T before V, to sizes unpacked from a shape for one number of axes (n, d_model = x.shape), to
+a mask given an extra axis, to heads split with swapaxes(0, 1) or stacked on axis 0 on a batch, to reshape sizes
+fixed for one case (numbers, or x.shape[0] read as the tokens), to a merge by np.concatenate(list(x), axis=-1) on a
+batch, or to a float size from d_model / h, it says which ("Cause:") and what to change ("Fix:"); a split, merge or
+layer that fails only on two leading axes is told that the leading ... may be any number of axes.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
+import re
+import traceback
 from collections.abc import Callable
 
 import numpy as np
@@ -58,6 +67,7 @@ def _cases() -> list[Case]:
     encoder_v = np.random.default_rng(11).normal(size=(6, 8))  # values other than the keys: v must be read, not k
     encoders = np.random.default_rng(10).normal(size=(2, 7, 8))  # two encoder sequences, padded to 7 tokens
     encoders_v = np.random.default_rng(12).normal(size=(2, 7, 8))
+    nested = np.random.default_rng(13).normal(size=(2, 3, 5, 8))  # two leading axes: 2 groups of 3 sequences
     blind = causal_mask(5)
     blind[2] = False  # query 2 may see no key at all
     return [
@@ -96,6 +106,14 @@ def _cases() -> list[Case]:
             init_params(8, 4, seed=10),
             padding_mask([7, 3], 7),
         ),
+        Case(
+            "two leading axes: (2, 3, 5, 8), 2 groups of 3 sequences, padding mask (2, 3, 1, 1, 5)",
+            nested,
+            nested,
+            nested,
+            init_params(8, 2, seed=13),
+            padding_mask([5, 3, 1, 4, 2, 5], 5).reshape(2, 3, 1, 1, 5),
+        ),
         _self("a query that may see no key (row 2 of the mask all False)", 5, 8, 2, seed=8, mask=blind),
     ]
 
@@ -118,8 +136,8 @@ BIG_NEGATIVE_ADDED = (
     "alike: it keeps the softmax of its unmasked scores and attends to keys it may not see. " + MINUS_INF_FIX
 )
 NAN_ROW = (
-    "a query whose keys are all masked gets NaN weights (0 / 0 in a plain softmax). Fix: use mha.softmax, which "
-    "gives a row that is all -inf zero weights."
+    "a query whose keys are all masked gets NaN weights from a plain softmax (-inf - (-inf) once the row's maximum "
+    "is subtracted, or 0 / 0). Fix: use mha.softmax, which gives a row that is all -inf zero weights."
 )
 TRANSPOSE = (
     "K.T reverses every axis, so heads (h, n, d_k) become (d_k, n, h) and the product fails. Fix: transpose only the "
@@ -131,21 +149,23 @@ TRANSPOSE_OR_NONE = (
 )
 NO_TRANSPOSE = "the keys are not transposed. Fix: scores = Q @ K.swapaxes(-1, -2), one query row against each key."
 FIXED_AXES = (
-    "a transpose with fixed axes, such as K.transpose(0, 2, 1) on the keys or x.transpose(1, 0, 2) in a split, "
+    "a transpose with fixed axes, such as K.transpose(0, 2, 1) on the keys or x.transpose(1, 0, 2) in a split or "
+    "a merge, "
     "fits only arrays with exactly that many axes, and the cases pass one head or sequence, stacks of heads and "
-    "batches, with 2, 3 or 4 axes. Fix: count from the end: K.swapaxes(-1, -2) for the keys, .swapaxes(-3, -2) for "
-    "the heads."
+    "batches, with 2 to 5 axes: the leading ... may be any number of axes. Fix: count from the end: "
+    "K.swapaxes(-1, -2) for the keys, .swapaxes(-3, -2) for the heads."
 )
 FIX_MASK = "np.where(mask, scores, -np.inf)."
 FLOAT_SIZE = (
-    "a size given to reshape is a float: d_model / h is 3.0, not 3, in Python even when h divides d_model. Fix: "
-    "integer division, d_k = d_model // h."
+    "a size or count is a float, and numpy and range take only integers: true division gives a float in Python even "
+    "when h divides d_model (8 / 2 is 4.0). Fix: integer division, d_k = d_model // h."
 )
-SPLIT_FROM_END = "x.reshape(*x.shape[:-1], h, x.shape[-1] // h)"
+SPLIT_FROM_END = "x.reshape(*x.shape[:-1], h, x.shape[-1] // h).swapaxes(-3, -2)"
 MERGE_FROM_END = "x.swapaxes(-3, -2).reshape(*x.shape[:-3], x.shape[-2], -1)"
 SIZES = (
-    "the sizes given to reshape fit one shape only: numbers written for one case, or sizes read from the front of "
-    "x.shape, whose axis 0 is the {axis0} of one sequence but the batch of a batch."
+    "the sizes given to reshape do not fit this array: numbers written for one case, sizes read from the front of "
+    "x.shape (whose axis 0 is the {axis0} of one sequence but the batch of a batch), or another array's sizes (k and "
+    "v may be longer or shorter than q)."
 )
 FROM_END = "Fix: take the sizes from x.shape, counting from the end:"
 SPLIT_SIZES = f"{SIZES.format(axis0='tokens')} {FROM_END} {SPLIT_FROM_END}."
@@ -163,6 +183,117 @@ SWAP_01 = (
     "on axis 1, so those two are swapped. Fix: swap the tokens and the heads, counted from the end, "
     ".swapaxes(-3, -2), in my_split and in my_merge."
 )
+SPLIT_FIX = SPLIT_FROM_END
+UNPACK = (
+    "the sizes are unpacked from a shape into {k} names, as in {names} = x.shape, which fits only arrays of exactly "
+    "{k} axes ({this}): the cases pass one head or sequence, stacks of heads, batches and a batch of batches, with 2 "
+    "to 5 axes. Fix: count from the end: x.shape[-1] for the last axis (d_model or d_k), x.shape[-2] for the tokens, "
+    "x.shape[:-2] for the leading axes, however many, and .swapaxes(-3, -2) for the heads."
+)
+UNPACK_NAMES = {2: "n, d_model", 3: "batch, n, d_model", 4: "batch, h, n, d_k"}
+KEYS_SWAP = (
+    "the keys are transposed with axes counted from the front, K.swapaxes({a}, {b}): on these keys, shape {shape} = "
+    "(..., h, n, d_k), axes {a} and {b} are the {first} and the {second}, not the tokens and d_k, and the product "
+    "fails. Fix: count from the end: K.swapaxes(-1, -2)."
+)
+KEYS_AMBIGUOUS = "the keys are not transposed right: on these keys, shape {shape}, {which} give this same error. {fix}"
+WEIGHTS_TRANSPOSED = (
+    "the output is computed with the weights transposed, weights.swapaxes(-1, -2) @ V (weights.T @ V on one head), "
+    "so output row i mixes the values with column i of the weights, not with query i's row. Fix: output = weights @ V, "
+    "the weights as they are: row i holds query i's weights over the keys."
+)
+WEIGHTS_T = (
+    "the output is computed from the weights transposed with .T, which reverses every axis: the weights {shape} = "
+    "(..., h, n_q, n_kv) become {flipped}, and the product with V fails. Fix: output = weights @ V, the weights as "
+    "they are: row i holds query i's weights over the keys."
+)
+D_K_H = (
+    "the reshape is to (..., n, d_k, h), d_k before h, so head i gets every h-th column, i, i + h, i + 2h, ..., rather "
+    "than its own d_k columns side by side. Fix: reshape to (..., n, h, d_k), h before d_k, so that each head's d_k "
+    "columns stay together (columns i·d_k to (i+1)·d_k go to head i), then swap the n and h axes: .swapaxes(-3, -2)."
+)
+SPLIT_D_K_H = (
+    "the heads are split with d_k before h, a reshape to (..., n, d_k, h), so head i gets every h-th column (i, i + h, "
+    "...) of the projections rather than its own d_k columns side by side. Fix: in my_split reshape to (..., n, h, "
+    "d_k), h before d_k, so that each head's d_k columns stay together, then swap the n and h axes."
+)
+MERGE_D_K_H = (
+    "the merge lays the heads out as (..., n, d_k, h), d_k before h, before the reshape, so head i's columns land "
+    "every h-th column rather than side by side at i·d_k to (i+1)·d_k. Fix: swap the h and n axes back to (..., n, h, "
+    f"d_k), h before d_k, then reshape: {MERGE_FROM_END}."
+)
+STACK = (
+    "the heads are stacked on axis 0, as np.stack(np.split(x, h, axis=-1)) does: right for one sequence (n, d_model), "
+    "but on a batch the heads come before the batch, (h, batch, n, d_k). Fix: stack them at axis -3, "
+    f"np.stack(np.split(x, h, axis=-1), axis=-3), or reshape and swap: {SPLIT_FIX}."
+)
+T_SPLIT = (
+    "split reverses every axis, as .T does: (..., n, h, d_k) comes out as {order}. .T swaps the two axes of a 2-d "
+    "array only; on more it reverses them all. Fix: swap only the n and h axes, counted from the end: "
+    f"{SPLIT_FIX}."
+)
+X_T_SPLIT = (
+    "split transposes x with .T before the reshape: .T reverses every axis, so a batch (batch, n, d_model) becomes "
+    "(d_model, n, batch) and the reshape then mixes the sequences' tokens. Fix: no .T: "
+    f"{SPLIT_FIX}, which cuts the last axis into heads and swaps only the n and h axes."
+)
+AXES_ORDER = (
+    "split keeps each head's own d_k columns together, but its axes come out in the order {order}, not (..., h, n, "
+    "d_k). Fix: reshape to (..., n, h, d_k), then swap only the n and h axes, counted from the end: .swapaxes(-3, -2)."
+)
+AVERAGED = (
+    "the weights are averaged over the heads, shape (..., n_q, n_kv), as PyTorch's nn.MultiheadAttention returns them "
+    "by default (average_attn_weights=True): the layer must return every head's weights, (..., h, n_q, n_kv). Fix: "
+    "return the weights as the heads' attention gives them, unaveraged."
+)
+ONE_HEAD = (
+    "the heads are never split: the attention runs on the whole projections, d_model wide, as one big head, so the "
+    "weights have no heads axis, (..., n_q, n_kv) for (..., h, n_q, n_kv). Fix: my_split each projection into h "
+    "heads first, Q = my_split(q @ params.w_q, h) and K and V likewise, attend within each head (scaled by √d_k), "
+    "then my_merge the heads before W^O."
+)
+LEADING = (
+    "there are {count} leading axes here, {lead}, and every case with one or none passed: the leading ... of (..., n, "
+    "d_model) and (..., h, n, d_k) may be any number of axes. Fix: count from the end: x.shape[-1] and x.shape[-2] "
+    "for the last two axes, x.shape[:-2] for the leading ones, however many, .swapaxes(-3, -2) for the heads and "
+    "K.swapaxes(-1, -2) for the keys."
+)
+_UNPACK_ERROR = re.compile(r"(too many|not enough) values to unpack \(expected (\d+)(?:, got (\d+))?\)")
+
+
+def unpack_hint(exc: BaseException) -> str | None:
+    """UNPACK when exc is Python's error for sizes unpacked from a shape (n, d_model = x.shape) with another number of
+    axes, else None.
+
+    The line that raised must read a shape (.shape or np.shape) when its source is known: another unpacking, such as
+    out, weights = a function's three results, gives the same words and gets no cause.
+    """
+    found = _UNPACK_ERROR.fullmatch(str(exc)) if isinstance(exc, ValueError) else None
+    if found is None:
+        return None
+    frames = traceback.extract_tb(exc.__traceback__)
+    code = (frames[-1].line or "").split("#")[0] if frames else ""  # the line's code, without its comment
+    if code.strip() and re.search(r"\bshape\b", code) is None:
+        return None
+    k = int(found[2])
+    this = f"this one has {found[3]}" if found[3] else f"this one has {'fewer' if found[1] == 'not enough' else 'more'}"
+    names = UNPACK_NAMES.get(k, ", ".join("abcdefgh"[:k]))
+    return UNPACK.format(k=k, names=names, this=this)
+
+
+def leading_hint(shape: tuple[int, ...]) -> str | None:
+    """LEADING for an input (..., n, d) with two leading axes or more (every case with fewer passed), else None."""
+    lead = tuple(shape[:-2])
+    if len(lead) < 2:
+        return None
+    return LEADING.format(count={2: "two", 3: "three"}.get(len(lead), str(len(lead))), lead=lead)
+
+
+def _axis_names(ndim: int) -> list[str]:
+    """The names of the axes of heads (..., h, n, d_k) with ndim axes, for a message."""
+    lead = ndim - 3
+    leading = ["batch"] if lead == 1 else [f"batch axis {i}" for i in range(lead)]
+    return [*leading, "heads", "tokens", "d_k"][-ndim:]
 
 
 def _shape_texts(shape: tuple[int, ...]) -> tuple[str, str]:
@@ -258,26 +389,56 @@ def transpose_error(Q: np.ndarray, K: np.ndarray) -> str | None:
 def transpose_hint(Q: np.ndarray, K: np.ndarray, message: str) -> str | None:
     """Which wrong transpose of the keys gives numpy's error message on these heads (..., n, d_k), or None.
 
-    Q @ K.T and Q @ K (no transpose) often give the same message; a fixed-axes transpose on a batch gives its own.
+    Q @ K.T and Q @ K (no transpose) often give the same message; a fixed-axes transpose on a batch gives its own; a
+    swap of two axes counted from the front (K.swapaxes(0, 1) on a stack of heads, K.swapaxes(1, 2) on a batch) may
+    give K.T's or no transpose's message: then the hint names each that gives it.
     """
     with_t, without = transpose_error(Q, K), _error(lambda: Q @ K)
-    if message == with_t:
-        return TRANSPOSE_OR_NONE if with_t == without else TRANSPOSE
-    if message == without:
-        return NO_TRANSPOSE
-    if message == "axes don't match array":
-        return FIXED_AXES
-    return None
+    pairs = [(a, a + 1) for a in range(min(2, K.ndim - 2))]  # not the last two axes: wrong on these keys
+    swapped = [(a, b) for a, b in pairs if message == _error(lambda a=a, b=b: Q @ K.swapaxes(a, b))]
+    if not swapped:
+        if message == with_t:
+            return TRANSPOSE_OR_NONE if with_t == without else TRANSPOSE
+        if message == without:
+            return NO_TRANSPOSE
+        return FIXED_AXES if message == "axes don't match array" else None
+    names = _axis_names(K.ndim)
+    if len(swapped) == 1 and message not in (with_t, without):
+        (a, b), shape = swapped[0], K.shape
+        return KEYS_SWAP.format(a=a, b=b, shape=shape, first=names[a], second=names[b])
+    which = ["K.T (it reverses every axis)"] if message == with_t else []
+    which += ["no transpose at all"] if message == without else []
+    which += [f"K.swapaxes({a}, {b}) (it swaps the {names[a]} and the {names[b]})" for a, b in swapped]
+    listed = ", ".join(which[:-1]) + " and " + which[-1]
+    return KEYS_AMBIGUOUS.format(shape=K.shape, which=listed, fix="Fix: count from the end: K.swapaxes(-1, -2).")
+
+
+def weights_transpose_hint(weights: np.ndarray, V: np.ndarray, message: str) -> str | None:
+    """WEIGHTS_T when message is numpy's error for weights.T @ V on these (right) weights and values, else None."""
+    if weights.ndim < 3 or message != _error(lambda: weights.T @ V):
+        return None
+    return WEIGHTS_T.format(shape=weights.shape, flipped=weights.shape[::-1])
+
+
+def _error_hint(heads: tuple[np.ndarray, ...], weights: np.ndarray, message: str) -> str | None:
+    """The hint for numpy's error message on these heads (Q, K) or (Q, K, V) and right weights, or None."""
+    hint = transpose_hint(heads[0], heads[1], message)
+    if hint is None and len(heads) > 2:
+        hint = weights_transpose_hint(weights, heads[2], message)
+    return hint
 
 
 def _variant(
     case: Case,
     *,
-    scale: str = "d_k",
+    scale: str | int = "d_k",
     mask_mode: str = "-inf",
     axis: int = -1,
     split_transpose: bool = True,
     merge_transpose: bool = True,
+    d_k_first: bool = False,
+    merge_d_k_first: bool = False,
+    weights_transposed: bool = False,
     w_o: bool = True,
     w_o_transposed: bool = False,
     kv_from_q: bool = False,
@@ -292,6 +453,8 @@ def _variant(
     w_k, w_v = (p.w_v, p.w_k) if kv_swapped else (p.w_k, p.w_v)  # the mistake: each other's projections
 
     def split(x: np.ndarray) -> np.ndarray:  # (..., n, d_model) -> (..., h, n, d_k)
+        if d_k_first:  # the mistake: (..., n, d_k, h), so head i gets every h-th column
+            return np.moveaxis(x.reshape(*x.shape[:-1], d_k, h), -1, -3)
         if split_transpose:
             return x.reshape(*x.shape[:-1], h, d_k).swapaxes(-3, -2)
         return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)  # the reshape-only mistake: heads of tokens
@@ -303,8 +466,10 @@ def _variant(
     weights = _weights(scores, mask_mode, axis, use_softmax)
     if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
         weights = np.where(case.mask, weights, 0.0)
-    heads = weights @ V  # (..., h, n_q, d_k)
-    if merge_transpose:
+    heads = (weights.swapaxes(-1, -2) if weights_transposed else weights) @ V  # (..., h, n_q, d_k)
+    if merge_d_k_first:  # the split's mirror image: (..., n, d_k, h), then the reshape
+        concat = np.moveaxis(heads, -3, -1).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)
+    elif merge_transpose:
         concat = heads.swapaxes(-3, -2).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)  # (..., n_q, d_model)
     else:
         concat = heads.reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)  # the mirror image: tokens mixed
@@ -313,8 +478,11 @@ def _variant(
     return concat @ (p.w_o.T if w_o_transposed else p.w_o), weights
 
 
-def _divisor(scale: str, d_k: int, d_model: int) -> float:
-    """What the scores are divided by: "d_k" gives √d_k (right); "d_model", "none" and "d_k, no root" are mistakes."""
+def _divisor(scale: str | int, d_k: int, d_model: int) -> float:
+    """What the scores are divided by: "d_k" gives √d_k (right); "d_model", "none" and "d_k, no root" are mistakes, and
+    so is a whole number, the length of another axis (n_q, n_kv, h, ...), whose square root it gives."""
+    if isinstance(scale, int):
+        return math.sqrt(scale)
     return {"d_k": math.sqrt(d_k), "d_model": math.sqrt(d_model), "none": 1.0, "d_k, no root": float(d_k)}[scale]
 
 
@@ -331,13 +499,15 @@ BY_D_K = "the scores are divided by d_k itself, not by its square root √d_k. F
 SOFTMAX_FIX = "Fix: weights = mha.softmax(scores, axis=-1), one row per query over the keys, then weights @ V."
 NO_SOFTMAX = f"the weights are the scaled scores themselves: the softmax over the keys is missing. {SOFTMAX_FIX}"
 NEGATIVE_WEIGHTS = (
-    "some weights are negative, which a softmax's never are (they are ≥ 0, and each query's sum to 1 over the keys): "
+    "some weights are negative, which a softmax's never are (they are ≥ 0, and each query's sum to 1 over the keys "
+    "it may see, or are all 0 when it may see none): "
     f"these weights did not come out of a softmax over the keys. {SOFTMAX_FIX}"
 )
 ORDER = "the pair is in the wrong order, (weights, output). Fix: return output, weights, the order {reference} gives."
 KV_SWAPPED = (
-    "the keys and values are projected with each other's matrices, K from k @ params.w_v and V from v @ params.w_k. "
-    "Fix: K = my_split(k @ params.w_k, h), V = my_split(v @ params.w_v, h)."
+    "the keys and the values are swapped: K was made with params.w_v and V with params.w_k, or K and V were passed "
+    "to the attention in each other's places. Fix: K = my_split(k @ params.w_k, h), V = my_split(v @ params.w_v, h), "
+    "then my_attention(Q, K, V, mask)."
 )
 W_O_TRANSPOSED = (
     "the concatenated heads are multiplied by W^O transposed, concat @ params.w_o.T; rows i·d_k to (i+1)·d_k of "
@@ -387,6 +557,12 @@ MISTAKES: dict[str, tuple[dict, str]] = {
     ),
     "values from k": ({"v_from_k": True}, "values must come from v, not from k. Fix: V = my_split(v @ params.w_v, h)."),
     "keys and values swapped": ({"kv_swapped": True}, KV_SWAPPED),
+    "weights transposed": ({"weights_transposed": True}, WEIGHTS_TRANSPOSED),
+    "d_k before h": ({"d_k_first": True}, SPLIT_D_K_H),
+    "d_k before h, both ways": (
+        {"d_k_first": True, "merge_d_k_first": True},
+        SPLIT_D_K_H + " In my_merge the mirror image: swap the h and n axes back to (..., n, h, d_k), then reshape.",
+    ),
 }
 
 
@@ -398,11 +574,74 @@ def _matches(got: tuple[np.ndarray, np.ndarray], want: tuple[np.ndarray, np.ndar
 def diagnose(case: Case, got: tuple[np.ndarray, np.ndarray]) -> str | None:
     """The explanation of the known mistake whose result on case equals got, or None."""
     for changes, explanation in MISTAKES.values():
-        with np.errstate(all="ignore"):
-            variant = _variant(case, **changes)
+        try:
+            with np.errstate(all="ignore"):
+                variant = _variant(case, **changes)
+        except ValueError:  # a mistake that cannot run on this case's shapes (the weights transposed, n_q ≠ n_kv)
+            continue
         if _matches(got, variant):
             return explanation
+    p = case.params
+    q_heads = (*case.q.shape[:-2], p.h, case.q.shape[-2], p.d_k)  # (..., h, n_q, d_k)
+    k_heads = (*case.k.shape[:-2], p.h, case.k.shape[-2], p.d_k)
+    hint = scale_length_diagnosis(got, q_heads, k_heads, lambda length: _variant(case, scale=length))
+    return hint or _weights_diagnosis(case, got[1])
+
+
+def scale_length_hint(q_shape: tuple[int, ...], k_shape: tuple[int, ...], length: int) -> str:
+    """Why scores divided by √length, the length of another axis of the heads Q, K (..., n, d_k), are wrong."""
+    d_k = q_shape[-1]
+    names = []
+    if q_shape[-2] == length and k_shape[-2] == length:
+        names.append(f"the number of tokens (n_q = n_kv = {length})")
+    elif q_shape[-2] == length:
+        names.append("the number of queries n_q")
+    elif k_shape[-2] == length:
+        names.append("the number of keys n_kv")
+    if len(q_shape) > 2 and q_shape[-3] == length:
+        names.append("the number of heads h")
+    if length in q_shape[:-3]:
+        names.append("a batch size")
+    text = (
+        f"the scores are divided by √{length}, {' and '.join(names)}, not by √d_k = √{d_k}: each score is a dot "
+        f"product of d_k = {d_k} terms."
+    )
+    front = next((i for i in range(len(q_shape) - 1) if q_shape[i] == length), None)  # a fixed axis giving length
+    if front is not None:
+        text += f" On these heads, Q of shape {q_shape}, {length} is also Q.shape[{front}]"
+        text += f", and Q.shape[{front}] is d_k only on arrays of {front + 1} axes." if front else "."
+    return text + " Fix: d_k = Q.shape[-1], counted from the end: divide by np.sqrt(Q.shape[-1])."
+
+
+def scale_length_diagnosis(
+    got: tuple[np.ndarray, np.ndarray],
+    q_shape: tuple[int, ...],
+    k_shape: tuple[int, ...],
+    variant: Callable[[int], tuple[np.ndarray, np.ndarray]],
+) -> str | None:
+    """scale_length_hint when got equals variant(length), the scores divided by √length for the length of an axis of
+    the heads other than d_k (n_q, n_kv, h, a batch: d_k read from a fixed axis, or n for d_k), else None."""
+    for length in sorted({*q_shape[:-1], k_shape[-2]} - {1, q_shape[-1]}):  # 1 is no scale: its own cause
+        with np.errstate(all="ignore"):
+            if _matches(got, variant(length)):
+                return scale_length_hint(q_shape, k_shape, length)
     return None
+
+
+def _weights_diagnosis(case: Case, weights: np.ndarray) -> str | None:
+    """ONE_HEAD or AVERAGED when the weights are one big head's, or the right weights averaged over the heads."""
+    p = case.params
+    with np.errstate(all="ignore"):
+        for divisor in (math.sqrt(p.d_model), math.sqrt(p.d_k)):  # one big head, scaled either way
+            scores = (case.q @ p.w_q) @ (case.k @ p.w_k).swapaxes(-1, -2) / divisor  # (..., n_q, n_kv)
+            try:
+                one = softmax(scores if case.mask is None else np.where(case.mask, scores, -np.inf), axis=-1)
+            except ValueError:  # the mask does not broadcast to one big head's scores
+                continue
+            if _matches((weights,), (one,)):
+                return ONE_HEAD
+        right_weights = _variant(case)[1]  # (..., h, n_q, n_kv)
+    return AVERAGED if _matches((weights,), (right_weights.mean(axis=-3),)) else None
 
 
 # --- the check -------------------------------------------------------------------------------------------------
@@ -432,21 +671,27 @@ def check_case(fn: Callable, case: Case) -> str | None:
     want = multi_head_attention(case.q, case.k, case.v, case.params, case.mask)
     args = (case.q, case.k, case.v, case.params, case.mask)
     p = case.params
-    Q, K = split_heads(case.q @ p.w_q, p.h), split_heads(case.k @ p.w_k, p.h)  # (..., h, n, d_k)
-    problem = _compare(fn, args, want, lambda got: diagnose(case, got), case.mask is not None, (Q, K))
+    Q, K, V = (split_heads(x @ w, p.h) for x, w in ((case.q, p.w_q), (case.k, p.w_k), (case.v, p.w_v)))
+    problem = _compare(fn, args, want, lambda got: diagnose(case, got), case.mask is not None, (Q, K, V))
     if problem is not None and "Cause:" not in problem and case.q.ndim > 2:
-        # the heads split with swapaxes(0, 1): recognised by a shape that only such a split makes, in the message
+        # heads split with swapaxes(0, 1), or stacked on axis 0: recognised by a shape that only such a split makes
+        # (the heads', or the scores' when the product works), in numpy's message
         def swapped(x: np.ndarray) -> np.ndarray:
             return x.reshape(*x.shape[:-1], p.h, p.d_k).swapaxes(0, 1)
 
-        Qs, Ks = swapped(case.q @ p.w_q), swapped(case.k @ p.w_k)
-        shapes = [Qs.shape, Ks.shape]
-        if Qs.shape[:-2] == Ks.shape[:-2]:
-            shapes.append((*Qs.shape[:-1], Ks.shape[-2]))  # the scores, when the product works
-        if any(text in problem for shape in shapes for text in _shape_texts(shape)):
-            problem += f" Cause: {SWAP_01}"
+        def stacked(x: np.ndarray) -> np.ndarray:
+            return np.stack(np.split(x, p.h, axis=-1))
+
+        for split, cause in ((swapped, SWAP_01), (stacked, STACK)):
+            Qs, Ks = split(case.q @ p.w_q), split(case.k @ p.w_k)
+            shapes = [Qs.shape, Ks.shape]
+            if Qs.shape[:-2] == Ks.shape[:-2]:
+                shapes.append((*Qs.shape[:-1], Ks.shape[-2]))  # the scores, when the product works
+            if any(text in problem for shape in shapes for text in _shape_texts(shape)):
+                problem += f" Cause: {cause}"
+                break
     if problem is not None and "Cause:" not in problem:
-        hint = _layer_shape_hint(case, problem)
+        hint = _layer_shape_hint(case, problem) or leading_hint(case.q.shape)
         problem += f" Cause: {hint}" if hint else ""
     return problem
 
@@ -535,7 +780,13 @@ HEAD_CASES = _head_cases()
 
 
 def _head_variant(
-    case: HeadCase, *, scale: str = "d_k", mask_mode: str = "-inf", axis: int = -1, use_softmax: bool = True
+    case: HeadCase,
+    *,
+    scale: str | int = "d_k",
+    mask_mode: str = "-inf",
+    axis: int = -1,
+    use_softmax: bool = True,
+    weights_transposed: bool = False,
 ) -> tuple:
     """One head's attention on case with one deliberate change; the defaults give the correct result."""
     d_k = case.q.shape[-1]
@@ -545,7 +796,7 @@ def _head_variant(
     weights = _weights(scores, mask_mode, axis, use_softmax)
     if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
         weights = np.where(case.mask, weights, 0.0)
-    return weights @ case.v, weights
+    return (weights.swapaxes(-1, -2) if weights_transposed else weights) @ case.v, weights
 
 
 HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
@@ -559,6 +810,7 @@ HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
     "mask added as -1e9": ({"mask_mode": "+-1e9"}, BIG_NEGATIVE_ADDED),
     "softmax axis": ({"axis": -2}, SOFTMAX_AXIS),
     "no softmax": ({"use_softmax": False}, NO_SOFTMAX),
+    "weights transposed": ({"weights_transposed": True}, WEIGHTS_TRANSPOSED),
 }
 
 
@@ -578,14 +830,17 @@ def _compare(
 ) -> str | None:
     """None when fn(*args) returns a pair equal to want, else a sentence saying how it differs.
 
-    heads: this case's (Q, K) heads, to recognise numpy's error for a wrong transpose of K (see transpose_hint).
+    heads: this case's (Q, K) or (Q, K, V) heads, to recognise numpy's error for a wrong transpose of K (see
+    transpose_hint) or of the weights before V (weights_transpose_hint).
     reference: the library's function the stage compares to, named when the result is not a pair in its order.
     """
     try:
         with np.errstate(all="ignore"):  # a NaN is reported as a difference, not printed as a warning
             result = fn(*(a.copy() if isinstance(a, np.ndarray) else a for a in args))
     except Exception as exc:  # a learner's function may fail in any way: report it, do not raise
-        hint = transpose_hint(*heads, str(exc)) if heads is not None and isinstance(exc, ValueError) else None
+        hint = unpack_hint(exc)
+        if hint is None and heads is not None and isinstance(exc, ValueError):
+            hint = _error_hint(heads, want[1], str(exc))
         hint = hint or float_size_hint(exc) or mask_axis_hint(args[-1], want[1].shape, str(exc))
         return f"it raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else "")
     got = _as_pair(result, reference)
@@ -637,12 +892,18 @@ def check_attention(fn: object) -> Feedback:
 
         def diagnose_head(got: tuple, case: HeadCase = case) -> str | None:
             for changes, explanation in HEAD_MISTAKES.values():
-                with np.errstate(all="ignore"):
-                    if _matches(got, _head_variant(case, **changes)):
-                        return explanation
-            return None
+                try:
+                    with np.errstate(all="ignore"):
+                        variant = _head_variant(case, **changes)
+                except ValueError:  # a mistake that cannot run on this case's shapes (the weights transposed)
+                    continue
+                if _matches(got, variant):
+                    return explanation
+            return scale_length_diagnosis(
+                got, case.q.shape, case.k.shape, lambda length: _head_variant(case, scale=length)
+            )
 
-        heads = (case.q, case.k)
+        heads = (case.q, case.k, case.v)
         args = (case.q, case.k, case.v, case.mask)
         problem = _compare(fn, args, want, diagnose_head, True, heads, "mha.scaled_dot_product_attention")
         if problem is not None:
@@ -659,6 +920,7 @@ def check_attention(fn: object) -> Feedback:
 SPLIT_CASES = (
     ("one sequence: (5, 8) into h = 2 heads", np.arange(40.0).reshape(5, 8), 2),
     ("a batch: (3, 5, 12) into h = 4 heads", np.arange(180.0).reshape(3, 5, 12), 4),
+    ("two leading axes: (2, 3, 5, 12) into h = 4 heads", np.arange(360.0).reshape(2, 3, 5, 12), 4),
 )
 
 
@@ -671,14 +933,54 @@ def _not_x(back: np.ndarray, x: np.ndarray) -> str:
     return f"x's shape {x.shape} but not its values: entry [{index}] is {back[where]:.3g}, x has {x[where]:.3g}"
 
 
-def _helper_error_hint(exc: BaseException, sizes: str) -> str | None:
-    """sizes (SPLIT_SIZES or MERGE_SIZES) for numpy's error to a reshape whose sizes do not fit x, FIXED_AXES for its
-    error to a transpose with another number of axes than x has, else None."""
-    if not isinstance(exc, ValueError):
-        return None
+def _helper_error_hint(exc: BaseException, sizes: str, shape: tuple[int, ...]) -> str | None:
+    """The cause of the error a split or merge raised on x of this shape, or None: FLOAT_SIZE, UNPACK, then LEADING
+    when x has two leading axes (the cases with fewer passed); else sizes (SPLIT_SIZES or MERGE_SIZES) for numpy's
+    error to a reshape whose sizes do not fit x, FIXED_AXES for its error to a transpose with another number of axes
+    than x has."""
+    hint = float_size_hint(exc) or unpack_hint(exc) or leading_hint(shape)
+    if hint is not None or not isinstance(exc, ValueError):
+        return hint
     if "cannot reshape array of size" in str(exc):
         return sizes
     return FIXED_AXES if str(exc) == "axes don't match array" else None
+
+
+def _same(got: np.ndarray, other: np.ndarray) -> bool:
+    """True when got is other, shape and values."""
+    return got.shape == other.shape and np.array_equal(got, other)
+
+
+def _permutation(got: np.ndarray, a: np.ndarray) -> tuple[int, ...] | None:
+    """The order of a's axes that gives got (got == a.transpose(order)), or None when no order does."""
+    if got.ndim != a.ndim or sorted(got.shape) != sorted(a.shape):
+        return None
+    return next((order for order in itertools.permutations(range(a.ndim)) if _same(got, a.transpose(order))), None)
+
+
+def _split_cause(got: np.ndarray, x: np.ndarray, h: int) -> str | None:
+    """The cause when split's wrong result got is a known mistake's on x: the heads stacked on axis 0, d_k before h,
+    .T (on the heads or on x), or the heads' axes in another order; else None."""
+    d_k = x.shape[-1] // h
+    if x.ndim > 2 and _same(got, np.stack(np.split(x, h, axis=-1))):
+        return STACK
+    if _permutation(got, x.reshape(*x.shape[:-1], d_k, h)) is not None:
+        return D_K_H
+    if x.ndim > 2 and any(_same(got, y) for y in (x.T.reshape(h, d_k, -1), x.T.reshape(h, d_k, -1).swapaxes(-1, -2))):
+        return X_T_SPLIT
+    grouped = x.reshape(*x.shape[:-1], h, d_k)  # (..., n, h, d_k): each head's columns together
+    order = _permutation(got, grouped)
+    if order is None:
+        return None
+    names = [*(["batch"] if x.ndim == 3 else [f"batch axis {i}" for i in range(x.ndim - 2)]), "n", "h", "d_k"]
+    axes = f"({', '.join(names[i] for i in order)}) = {got.shape}"
+    return (T_SPLIT if order == tuple(range(grouped.ndim))[::-1] else AXES_ORDER).format(order=axes)
+
+
+def _helper_failure(where: str, text: str, x: np.ndarray, cause: str | None = None) -> Feedback:
+    """wrong(where: text), with its cause, or LEADING when there is none and x has two leading axes or more."""
+    cause = cause or leading_hint(x.shape)
+    return wrong(f"{where}: {text}" + (f" Cause: {cause}" if cause else ""))
 
 
 def check_split_merge(split: object, merge: object) -> Feedback:
@@ -699,38 +1001,36 @@ def check_split_merge(split: object, merge: object) -> Feedback:
                 return wrong("split returned None: replace its return None with your code.")
             got = np.asarray(result, dtype=float)
         except Exception as exc:  # the learner's code may fail in any way: report it
-            hint = float_size_hint(exc) or _helper_error_hint(exc, SPLIT_SIZES)
+            hint = _helper_error_hint(exc, SPLIT_SIZES, x.shape)
             return wrong(f"{where}: split raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else ""))
+        shape = f"split gave shape {got.shape}, expected (..., h, n, d_k) = {want.shape}."
         swapped = x.reshape(*x.shape[:-1], h, x.shape[-1] // h).swapaxes(0, 1)  # right for one sequence only
         if x.ndim > 2:  # a split written for one sequence, x.reshape(x.shape[0], h, -1): the batch read as the tokens
             flat = x.reshape(x.shape[0], h, -1).swapaxes(0, 1)
             if got.shape == flat.shape and np.array_equal(got, flat):
-                return wrong(
-                    f"{where}: split gave shape {got.shape}, expected (..., h, n, d_k) = {want.shape}. "
-                    f"Cause: {SPLIT_SIZES}"
-                )
+                return wrong(f"{where}: {shape} Cause: {SPLIT_SIZES}")
         if got.shape != want.shape and got.shape == swapped.shape and np.array_equal(got, swapped):
             return wrong(
-                f"{where}: split gave shape {got.shape}, expected (..., h, n, d_k) = {want.shape}. swapaxes(0, 1) "
-                "swapped the batch (axis 0) and the tokens (axis 1) of (batch, n, h, d_k). Fix: swap the tokens and "
-                "the heads, counted from the end: .swapaxes(-3, -2)."
+                f"{where}: {shape} swapaxes(0, 1) swapped the batch (axis 0) and the tokens (axis 1) of (batch, n, h, "
+                "d_k). Fix: swap the tokens and the heads, counted from the end: .swapaxes(-3, -2)."
             )
         if got.shape != want.shape:
-            return wrong(f"{where}: split gave shape {got.shape}, expected (..., h, n, d_k) = {want.shape}.")
+            return _helper_failure(where, shape, x, _split_cause(got, x, h))
         if not np.array_equal(got, want):
             if np.array_equal(got, x.reshape(want.shape)):
                 return wrong(
                     f"{where}: split reshapes alone, which cuts the tokens into heads (head 0 holds whole rows of the "
                     "first tokens). Fix: reshape to (..., n, h, d_k), then swap the n and h axes."
                 )
-            return wrong(f"{where}: split has the right shape, but head i must hold columns i·d_k to (i+1)·d_k.")
+            text = "split has the right shape, but head i must hold columns i·d_k to (i+1)·d_k."
+            return _helper_failure(where, text, x, _split_cause(got, x, h))
         try:
             result = merge(want.copy())
             if result is None:
                 return wrong("merge returned None: replace its return None with your code.")
             back = np.asarray(result, dtype=float)
         except Exception as exc:  # the learner's code may fail in any way: report it
-            hint = float_size_hint(exc) or _helper_error_hint(exc, MERGE_SIZES)
+            hint = _helper_error_hint(exc, MERGE_SIZES, x.shape)
             return wrong(f"{where}: merge raised {type(exc).__name__}: {exc}." + (f" Cause: {hint}" if hint else ""))
         if not np.array_equal(back, merge_heads(want)):
             if want.ndim > 3 and back.size == want.size and np.array_equal(back.ravel(), want.swapaxes(0, 1).ravel()):
@@ -744,7 +1044,9 @@ def check_split_merge(split: object, merge: object) -> Feedback:
             concatenated = np.concatenate(list(want), axis=-1)  # right for one sequence's (h, n, d_k) only
             if want.ndim > 3 and back.shape == concatenated.shape and np.array_equal(back, concatenated):
                 return wrong(f"{where}: merge gave {_not_x(back, x)}. Cause: {CONCAT}")
-            return wrong(f"{where}: merge gave {_not_x(back, x)}.")
+            interleaved = np.moveaxis(want, -3, -1).reshape(x.shape)  # (..., n, d_k, h) reshaped: d_k before h
+            cause = MERGE_D_K_H if _same(back, interleaved) else None
+            return _helper_failure(where, f"merge gave {_not_x(back, x)}.", x, cause)
     return right(
         "split gives head i columns i·d_k to (i+1)·d_k of every token, and merge lays them side by side again "
         "(steps 2 and 4). A round trip alone would not show it: a reshape-only split and merge undo each other."
