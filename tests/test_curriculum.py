@@ -199,7 +199,7 @@ def test_the_routes_fit_their_names_and_reach_the_mask_and_a_working_layer():
 
 
 def test_a_stops_own_minutes_are_fitted_on_the_route_readers_and_each_route_read_comes_out_within_15_percent():
-    """ROUTE_STOP_MINUTES is the route readers' mean minutes beyond each stop's share of its lesson, over every stop
+    """route_stop_minutes() is the route readers' mean minutes beyond each stop's share of its lesson, over every stop
     they read; with it, every route read states its reader's total within 15%."""
     beyond = []
     for reading in ls.ROUTE_READINGS:
@@ -207,7 +207,7 @@ def test_a_stops_own_minutes_are_fitted_on_the_route_readers_and_each_route_read
         for (stem, sections), measured in zip(reading.stops, reading.minutes, strict=True):
             path = ls.NOTEBOOKS / f"{stem}.ipynb"
             beyond.append(measured - ls.stop_minutes(ls.load(path), ls.read_lesson(path).minutes, sections, stem))
-    assert len(beyond) == 32 and ls.ROUTE_STOP_MINUTES == pytest.approx(sum(beyond) / len(beyond), abs=0.05)
+    assert len(beyond) == 32 and ls.route_stop_minutes() == pytest.approx(sum(beyond) / len(beyond), abs=0.05)
     for reading in ls.ROUTE_READINGS:
         stated, read = ls.route_minutes(ls.Route("read", "", reading.stops)), sum(reading.minutes)
         assert abs(stated - read) <= 0.15 * read, (reading.reader, stated, read)
@@ -456,3 +456,11 @@ def test_lesson_4_cites_the_transformer_papers_footnote_for_the_variance_argumen
     section = ls.section_cells(nb, "4. Sharp rows, and why divide by √d_k")  # the core section with the argument
     cell = next(ls.cell_text(c) for c in section if r"\mathrm{Var}(q \cdot k) = d_k" in ls.cell_text(c))
     assert r"\mathrm{Var}(q \cdot k) = d_k" in cell and "section 3.2.1, footnote 4" in cell
+
+
+def test_the_readme_states_the_routes_minutes_the_start_page_computes():
+    readme = " ".join((ls.NOTEBOOKS.parent / "README.md").read_text(encoding="utf-8").split())  # lines joined
+    two_hours, ninety = (ls.route_minutes(route) for route in ls.ROUTES)
+    assert f"**2 hours** (about {two_hours} minutes" in readme and f"**90 minutes** (about {ninety}:" in readme
+    assert f"as the next {ls.route_minutes(ls.ROUTE_EXTRA)} minutes" in readme
+    assert f"a fitted allowance of {ls.route_stop_minutes():g} minutes a stop" in readme

@@ -163,3 +163,19 @@ FLIPPED = "the mask is read the wrong way round (True = may attend). Fix: np.whe
 IGNORED = "the mask is never applied to the scores. " + MINUS_INF_FIX
 MASK_ZERO = "masked scores became 0, and exp(0) = 1. Fix: set them to -inf instead."
 SOFTMAX_AXIS = "the softmax runs over the queries. Fix: axis=-1, so each query's row (over the keys) sums to 1."
+BY_D_MODEL = "each head divides by √d_model; its dot products have d_k terms. Fix: use √d_k."
+RESHAPE_ONLY = (
+    "the heads are split with a reshape alone, which cuts the tokens into heads. Fix: reshape to (..., n, h, d_k), "
+    "then swap the n and h axes."
+)
+RESHAPE_ONLY_BOTH = (
+    "the heads are split and merged with a reshape alone, which cuts the tokens into heads. Fix: in my_split reshape "
+    "to (..., n, h, d_k), then swap the n and h axes; in my_merge swap them back, then reshape."
+)
+MERGE_RESHAPE_ONLY = "the heads are merged with a reshape alone. Fix: swap the h and n axes back, then reshape."
+NO_W_O = "the concatenated heads are returned without the output projection W^O. Fix: my_merge(heads) @ params.w_o."
+KEYS_FROM_Q = "keys and values must come from k and v, not from q. Fix: K from k @ params.w_k, V from v @ params.w_v."
+VALUES_FROM_K = "values must come from v, not from k. Fix: V = my_split(v @ params.w_v, h)."
+D_K_H_BOTH = (
+    SPLIT_D_K_H + " In my_merge the mirror image: swap the h and n axes back to (..., n, h, d_k), then reshape."
+)

@@ -21,7 +21,8 @@ a mask given an extra axis, to heads split with swapaxes(0, 1) or stacked on axi
 fixed for one case (numbers, or x.shape[0] read as the tokens), to a merge by np.concatenate(list(x), axis=-1) on a
 batch, or to a float size from d_model / h, it says which ("Cause:") and what to change ("Fix:"); a split, merge or
 layer that fails only on two leading axes is told that the leading ... may be any number of axes. The words of
-each cause and fix are in capstone_messages; this module decides which one an answer earns.
+each known mistake's cause and fix are in capstone_messages (those built from a case's shapes stay beside the
+code that reads them); this module decides which one an answer earns.
 """
 
 from __future__ import annotations
@@ -46,14 +47,17 @@ from .capstone_messages import (  # the words; this module decides which apply
     BIG_NEGATIVE,
     BIG_NEGATIVE_ADDED,
     BY_D_K,
+    BY_D_MODEL,
     CONCAT,
     D_K_H,
+    D_K_H_BOTH,
     FIX_MASK,
     FIXED_AXES,
     FLIPPED,
     FLOAT_SIZE,
     IGNORED,
     KEYS_AMBIGUOUS,
+    KEYS_FROM_Q,
     KEYS_SWAP,
     KV_SWAPPED,
     LAYER_SIZES,
@@ -61,14 +65,18 @@ from .capstone_messages import (  # the words; this module decides which apply
     MASK_AFTER,
     MASK_ZERO,
     MERGE_D_K_H,
+    MERGE_RESHAPE_ONLY,
     MERGE_SIZES,
     NAN_ROW,
     NEGATIVE_WEIGHTS,
     NO_SCALE,
     NO_SOFTMAX,
     NO_TRANSPOSE,
+    NO_W_O,
     ONE_HEAD,
     ORDER,
+    RESHAPE_ONLY,
+    RESHAPE_ONLY_BOTH,
     SOFTMAX_AXIS,
     SPLIT_D_K_H,
     SPLIT_SIZES,
@@ -79,6 +87,7 @@ from .capstone_messages import (  # the words; this module decides which apply
     TRANSPOSE_OR_NONE,
     UNPACK,
     UNPACK_NAMES,
+    VALUES_FROM_K,
     W_O_TRANSPOSED,
     WEIGHTS_T,
     WEIGHTS_TRANSPOSED,
@@ -368,13 +377,9 @@ def _variant(
         return x.reshape(*x.shape[:-2], h, x.shape[-2], d_k)  # the reshape-only mistake: heads of tokens
 
     Q, K, V = split(case.q @ p.w_q), split(k @ w_k), split(v @ w_v)
-    scores = Q @ K.swapaxes(-1, -2) / _divisor(scale, d_k, p.d_model)  # (..., h, n_q, n_kv)
-    if case.mask is not None and mask_mode not in ("ignored", "after"):
-        scores = _masked(scores, case.mask, mask_mode)
-    weights = _weights(scores, mask_mode, axis, use_softmax)
-    if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
-        weights = np.where(case.mask, weights, 0.0)
-    heads = (weights.swapaxes(-1, -2) if weights_transposed else weights) @ V  # (..., h, n_q, d_k)
+    heads, weights = _attend(  # (..., h, n_q, d_k) and (..., h, n_q, n_kv)
+        Q, K, V, case.mask, _divisor(scale, d_k, p.d_model), mask_mode, axis, use_softmax, weights_transposed
+    )
     if merge_d_k_first:  # the split's mirror image: (..., n, d_k, h), then the reshape
         concat = np.moveaxis(heads, -3, -1).reshape(*heads.shape[:-3], heads.shape[-2], h * d_k)
     elif merge_transpose:
@@ -394,21 +399,36 @@ def _divisor(scale: str | int, d_k: int, d_model: int) -> float:
     return {"d_k": math.sqrt(d_k), "d_model": math.sqrt(d_model), "none": 1.0, "d_k, no root": float(d_k)}[scale]
 
 
-def _weights(scores: np.ndarray, mask_mode: str, axis: int, use_softmax: bool) -> np.ndarray:
-    """The weights from the (masked) scores: the plain softmax for a -1e9 mask, else mha.softmax, or the scores
-    themselves when not use_softmax (the mistake)."""
+def _attend(
+    Q: np.ndarray,
+    K: np.ndarray,
+    V: np.ndarray,
+    mask: np.ndarray | None,
+    divisor: float,
+    mask_mode: str,
+    axis: int,
+    use_softmax: bool,
+    weights_transposed: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Attention, Q (..., n_q, d_k) against K, V (..., n_kv, d_k), with the given mistakes (both stages share it):
+    the scores divided by divisor, the mask applied by mask_mode, the softmax over axis (or none), the weights
+    transposed before V. -> (output (..., n_q, d_k), weights (..., n_q, n_kv))."""
+    scores = Q @ K.swapaxes(-1, -2) / divisor
+    if mask is not None and mask_mode not in ("ignored", "after"):
+        scores = _masked(scores, mask, mask_mode)
     if not use_softmax:
-        return scores
-    return (plain_softmax if mask_mode in ("-1e9", "+-1e9") else softmax)(scores, axis=axis)
+        weights = scores
+    else:
+        weights = (plain_softmax if mask_mode in ("-1e9", "+-1e9") else softmax)(scores, axis=axis)
+    if mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
+        weights = np.where(mask, weights, 0.0)
+    return (weights.swapaxes(-1, -2) if weights_transposed else weights) @ V, weights
 
 
 MISTAKES: dict[str, tuple[dict, str]] = {
     "no scale": ({"scale": "none"}, NO_SCALE),
     "d_k, no root": ({"scale": "d_k, no root"}, BY_D_K),
-    "√d_model": (
-        {"scale": "d_model"},
-        "each head divides by √d_model; its dot products have d_k terms. Fix: use √d_k.",
-    ),
+    "√d_model": ({"scale": "d_model"}, BY_D_MODEL),
     "flipped mask": ({"mask_mode": "flipped"}, FLIPPED),
     "mask ignored": ({"mask_mode": "ignored"}, IGNORED),
     "mask with 0": ({"mask_mode": "zero"}, MASK_ZERO),
@@ -417,37 +437,17 @@ MISTAKES: dict[str, tuple[dict, str]] = {
     "mask added as -1e9": ({"mask_mode": "+-1e9"}, BIG_NEGATIVE_ADDED),
     "softmax axis": ({"axis": -2}, SOFTMAX_AXIS),
     "no softmax": ({"use_softmax": False}, NO_SOFTMAX),
-    "reshape only": (
-        {"split_transpose": False},
-        "the heads are split with a reshape alone, which cuts the tokens into heads. Fix: reshape to "
-        "(..., n, h, d_k), then swap the n and h axes.",
-    ),
-    "reshape only, both ways": (
-        {"split_transpose": False, "merge_transpose": False},
-        "the heads are split and merged with a reshape alone, which cuts the tokens into heads. Fix: in my_split "
-        "reshape to (..., n, h, d_k), then swap the n and h axes; in my_merge swap them back, then reshape.",
-    ),
-    "merge by reshape": (
-        {"merge_transpose": False},
-        "the heads are merged with a reshape alone. Fix: swap the h and n axes back, then reshape.",
-    ),
-    "no W^O": (
-        {"w_o": False},
-        "the concatenated heads are returned without the output projection W^O. Fix: my_merge(heads) @ params.w_o.",
-    ),
+    "reshape only": ({"split_transpose": False}, RESHAPE_ONLY),
+    "reshape only, both ways": ({"split_transpose": False, "merge_transpose": False}, RESHAPE_ONLY_BOTH),
+    "merge by reshape": ({"merge_transpose": False}, MERGE_RESHAPE_ONLY),
+    "no W^O": ({"w_o": False}, NO_W_O),
     "W^O transposed": ({"w_o_transposed": True}, W_O_TRANSPOSED),
-    "keys from q": (
-        {"kv_from_q": True},
-        "keys and values must come from k and v, not from q. Fix: K from k @ params.w_k, V from v @ params.w_v.",
-    ),
-    "values from k": ({"v_from_k": True}, "values must come from v, not from k. Fix: V = my_split(v @ params.w_v, h)."),
+    "keys from q": ({"kv_from_q": True}, KEYS_FROM_Q),
+    "values from k": ({"v_from_k": True}, VALUES_FROM_K),
     "keys and values swapped": ({"kv_swapped": True}, KV_SWAPPED),
     "weights transposed": ({"weights_transposed": True}, WEIGHTS_TRANSPOSED),
     "d_k before h": ({"d_k_first": True}, SPLIT_D_K_H),
-    "d_k before h, both ways": (
-        {"d_k_first": True, "merge_d_k_first": True},
-        SPLIT_D_K_H + " In my_merge the mirror image: swap the h and n axes back to (..., n, h, d_k), then reshape.",
-    ),
+    "d_k before h, both ways": ({"d_k_first": True, "merge_d_k_first": True}, D_K_H_BOTH),
 }
 
 
@@ -675,27 +675,26 @@ def _head_variant(
 ) -> tuple:
     """One head's attention on case with one deliberate change; the defaults give the correct result."""
     d_k = case.q.shape[-1]
-    scores = case.q @ case.k.swapaxes(-1, -2) / _divisor(scale, d_k, d_k)
-    if case.mask is not None and mask_mode not in ("ignored", "after"):
-        scores = _masked(scores, case.mask, mask_mode)
-    weights = _weights(scores, mask_mode, axis, use_softmax)
-    if case.mask is not None and mask_mode == "after":  # the mistake: zero the masked weights of finished rows
-        weights = np.where(case.mask, weights, 0.0)
-    return (weights.swapaxes(-1, -2) if weights_transposed else weights) @ case.v, weights
+    divisor = _divisor(scale, d_k, d_k)
+    return _attend(case.q, case.k, case.v, case.mask, divisor, mask_mode, axis, use_softmax, weights_transposed)
 
 
+# Stage 1's known mistakes: the layer's that happen inside one head's attention (√d_model is √d_k for one head).
 HEAD_MISTAKES: dict[str, tuple[dict, str]] = {
-    "no scale": ({"scale": "none"}, NO_SCALE),
-    "d_k, no root": ({"scale": "d_k, no root"}, BY_D_K),
-    "flipped mask": ({"mask_mode": "flipped"}, FLIPPED),
-    "mask ignored": ({"mask_mode": "ignored"}, IGNORED),
-    "mask with 0": ({"mask_mode": "zero"}, MASK_ZERO),
-    "mask after softmax": ({"mask_mode": "after"}, MASK_AFTER),
-    "mask with -1e9": ({"mask_mode": "-1e9"}, BIG_NEGATIVE),
-    "mask added as -1e9": ({"mask_mode": "+-1e9"}, BIG_NEGATIVE_ADDED),
-    "softmax axis": ({"axis": -2}, SOFTMAX_AXIS),
-    "no softmax": ({"use_softmax": False}, NO_SOFTMAX),
-    "weights transposed": ({"weights_transposed": True}, WEIGHTS_TRANSPOSED),
+    name: MISTAKES[name]
+    for name in (
+        "no scale",
+        "d_k, no root",
+        "flipped mask",
+        "mask ignored",
+        "mask with 0",
+        "mask after softmax",
+        "mask with -1e9",
+        "mask added as -1e9",
+        "softmax axis",
+        "no softmax",
+        "weights transposed",
+    )
 }
 
 
